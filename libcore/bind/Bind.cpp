@@ -1,0 +1,227 @@
+// Hardware binding and register promotion (Panamera §4.2, §5.1). See Bind.h.
+#include "polyk/Bind.h"
+
+#include "polyk/Isl.h"
+#include "polyk/Schedule.h"
+
+#include <set>
+#include <sstream>
+
+namespace polyk {
+
+namespace {
+
+std::vector<std::string> splitAxes(const std::string &s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string a;
+  while (std::getline(ss, a, '_')) v.push_back(a);
+  return v;
+}
+
+std::string joinAxes(const std::vector<std::string> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "_" : "") + v[i];
+  return s;
+}
+
+/// Finds the node of the mark named `name`.
+isl::schedule_node findMark(const isl::schedule &s, const std::string &name) {
+  isl::schedule_node found;
+  s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+    if (!found.is_null()) return false;
+    if (n.isa<isl::schedule_node_mark>() && markName(n) == name) {
+      found = n;
+      return false;
+    }
+    return true;
+  });
+  return found;
+}
+
+std::vector<std::string> statementsIn(const Scop &scop, const isl::union_set &dom) {
+  std::vector<std::string> v;
+  for (const auto &st : scop.statements)
+    if (!dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) v.push_back(st.name);
+  return v;
+}
+
+/// A temporary stays in a register when each reader reads, at its own iteration, exactly the
+/// element its writer wrote at the same iteration of the same kernel (a fused producer).
+bool promotable(const Scop &scop, const TensorDecl &t, const std::vector<std::string> &kernelStmts,
+                const isl::union_map &kernelSchedule) {
+  if (t.role != Role::Temporary) return false;
+  isl::ctx ctx = islCtx();
+  auto inKernel = [&](const std::string &n) {
+    return std::find(kernelStmts.begin(), kernelStmts.end(), n) != kernelStmts.end();
+  };
+  isl::union_map writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
+  bool any = false;
+  for (const auto &st : scop.statements) {
+    isl::map w(ctx, st.write);
+    if (w.range_tuple_id().name() == t.name) {
+      if (!inKernel(st.name)) return false;
+      writes = writes.unite(isl::union_map(w));
+    }
+    for (const auto &r : st.reads) {
+      isl::map rm(ctx, r);
+      if (rm.range_tuple_id().name() != t.name) continue;
+      if (!inKernel(st.name)) return false;
+      reads = reads.unite(isl::union_map(rm));
+      any = true;
+    }
+  }
+  if (!any) return false;
+  // reader instance -> writer instance; must be one writer each, at the same schedule point.
+  isl::union_map readerToWriter = reads.apply_range(writes.reverse());
+  if (!readerToWriter.is_single_valued()) return false;
+  if (!reads.domain().is_subset(readerToWriter.domain())) return false;
+  isl::union_map samePoint = readerToWriter.apply_domain(kernelSchedule).apply_range(kernelSchedule);
+  isl::union_set pts = samePoint.domain().unite(samePoint.range());
+  return samePoint.is_subset(isl::union_map(isl::union_set(pts).identity()));
+}
+
+} // namespace
+
+Scop bind(const Scop &in, const BindOptions &options) {
+  isl::ctx ctx = islCtx();
+  isl::schedule sched = readIslSchedule(in.schedule);
+  std::map<int, KernelSizes> sizes = parseSizes(in.sizes);
+  for (const auto &[k, s] : parseSizes(options.sizes)) {
+    if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
+    sizes[k].block = s.block;
+  }
+
+  Scop out = in;
+  out.kind = "bound";
+  out.kernels.clear();
+  for (int k = 0;; ++k) {
+    isl::schedule_node mark = findMark(sched, "kernel_" + std::to_string(k));
+    if (mark.is_null()) break;
+    KernelConfig kc;
+    kc.name = in.name + "_k" + std::to_string(k);
+    kc.statements = statementsIn(in, nodeDomain(mark));
+    isl::schedule_node node = mark.child(0);
+    if (!node.isa<isl::schedule_node_band>()) {
+      out.kernels.push_back(kc); // a single instance: one thread
+      continue;
+    }
+    isl::schedule_node_band tileBand = node.as<isl::schedule_node_band>();
+    unsigned n = tileBand.n_member();
+    if (n > 2) throw UsageError("kernel " + std::to_string(k) + " has a band of " + std::to_string(n) + " members; at most 2 are supported");
+    const KernelSizes &sz = sizes[k];
+    if (sz.block.size() != n || sz.tile.size() != n)
+      throw UsageError("kernel " + std::to_string(k) + ": sizes do not match its band of " + std::to_string(n) + " members");
+    BandShape shape = analyseBand(in, tileBand);
+
+    // Thread x: the member whose unit step reads consecutive addresses (memory coalescing); for
+    // all-reduce and x-reduce that is the reduced dim (Panamera's rule), for a y-reduce the
+    // parallel one. Block x: the reduced dim, so one reduction spans several blocks.
+    std::vector<std::string> threadAxis(n, "x"), blockAxis(n, "x");
+    int red = -1;
+    for (unsigned m = 0; m < n; ++m)
+      if (shape.reduced[m]) red = (int)m;
+    if (n == 2) {
+      int cont = shape.contiguous >= 0 ? shape.contiguous : 1;
+      threadAxis[cont] = "x";
+      threadAxis[1 - cont] = "y";
+      int bx = red >= 0 ? red : 1;
+      blockAxis[bx] = "x";
+      blockAxis[1 - bx] = "y";
+    }
+    // Tiles per member: the launch grid.
+    isl::union_map tileMap = isl::union_map::from(tileBand.get_partial_schedule());
+    isl::set tiles = tileMap.intersect_domain(nodeDomain(tileBand)).range().as_set();
+    std::vector<long long> count(n);
+    for (unsigned m = 0; m < n; ++m) count[m] = tiles.dim_max_val(m).get_num_si() + 1;
+    if (n == 2 && count[blockAxis[0] == "y" ? 0 : 1] > 65535) {
+      std::swap(blockAxis[0], blockAxis[1]); // blockIdx.y is limited to 65535
+      if (count[blockAxis[0] == "y" ? 0 : 1] > 65535)
+        throw UsageError("kernel " + std::to_string(k) + " needs more than 65535 blocks on both grid axes; use larger tiles");
+    }
+    for (unsigned m = 0; m < n; ++m) {
+      int a = threadAxis[m] == "x" ? 0 : 1;
+      kc.block[a] = (int)sz.block[m];
+      kc.grid[blockAxis[m] == "x" ? 0 : 1] = std::to_string(count[m]);
+      // One output element per thread: parallel point loops are mapped to threads entirely.
+      if (!shape.reduced[m] && shape.form != Form::Elementwise && sz.tile[m] != sz.block[m])
+        throw UsageError("kernel " + std::to_string(k) + ": the tile size of a parallel dim (" + std::to_string(sz.tile[m]) +
+                         ") must equal its block size (" + std::to_string(sz.block[m]) + ")");
+      if (sz.block[m] > sz.tile[m])
+        throw UsageError("kernel " + std::to_string(k) + ": block size " + std::to_string(sz.block[m]) +
+                         " exceeds tile size " + std::to_string(sz.tile[m]));
+    }
+    if (kc.block[0] * kc.block[1] > 1024) throw UsageError("kernel " + std::to_string(k) + ": more than 1024 threads per block");
+    if (red >= 0) kc.reduceAxis = threadAxis[red];
+
+    // Registers for fused temporaries, decided on the untiled band's schedule.
+    isl::union_map kernelSchedule = isl::union_map::from(tileBand.get_partial_schedule())
+                                        .range_product(isl::union_map::from(tileBand.child(0).as<isl::schedule_node_band>().get_partial_schedule()));
+    for (const auto &t : in.tensors)
+      if (promotable(in, t, kc.statements, kernelSchedule)) kc.promoted.push_back(t.name);
+
+    // Point loops: strip-mined by the block sizes into per-thread loops and thread loops.
+    isl::schedule_node point = tileBand.child(0);
+    isl::multi_val bs = isl::multi_val::zero(bandSpace(point));
+    for (unsigned m = 0; m < n; ++m) bs = bs.set_at(m, isl::val(ctx, sz.block[m]));
+    point = point.as<isl::schedule_node_band>().tile(bs);
+    point = point.child(0).insert_mark(isl::id(ctx, "threads_" + joinAxes(threadAxis)));
+    node = point.parent().parent(); // the tile band
+    node = node.insert_mark(isl::id(ctx, "blocks_" + joinAxes(blockAxis)));
+    sched = node.schedule();
+    out.kernels.push_back(kc);
+  }
+  out.schedule = printScheduleBlock(sched);
+  out.provenance.push_back(currentStage("polyk-bind"));
+  return out;
+}
+
+isl::schedule applyMapping(const isl::schedule &bound, const std::vector<KernelConfig> &kernels) {
+  isl::ctx ctx = islCtx();
+  isl::schedule s = bound;
+  for (const char *prefix : {"blocks_", "threads_"}) {
+    while (true) {
+      isl::schedule_node mark;
+      s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+        if (!mark.is_null()) return false;
+        if (n.isa<isl::schedule_node_mark>() && markName(n).rfind(prefix, 0) == 0) {
+          mark = n;
+          return false;
+        }
+        return true;
+      });
+      if (mark.is_null()) break;
+      std::string name = markName(mark);
+      std::vector<std::string> axes = splitAxes(name.substr(std::string(prefix).size()));
+      char p = prefix[0] == 'b' ? 'b' : 't';
+      isl::schedule_node band = mark.child(0);
+      isl::union_map m = isl::union_map::from(band.as<isl::schedule_node_band>().get_partial_schedule());
+      std::ostringstream os;
+      os << "[";
+      for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << p << "_" << axes[i];
+      os << "] -> { [";
+      for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << "m" << i;
+      os << "] : ";
+      for (size_t i = 0; i < axes.size(); ++i) os << (i ? " and " : "") << "m" << i << " = " << p << "_" << axes[i];
+      os << " }";
+      isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
+      // Drop the mark (its job is done) and fix the band's members to the ids.
+      isl::schedule_node n = deleteNode(mark);
+      n = n.child(0).insert_filter(filter);
+      s = n.schedule();
+    }
+  }
+  // Ranges of the ids, per kernel, so the AST needs no guards the launch already ensures.
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    isl::schedule_node mark = findMark(s, "kernel_" + std::to_string(k));
+    if (mark.is_null()) continue;
+    const KernelConfig &kc = kernels[k];
+    std::ostringstream os;
+    os << "[b_x, b_y, t_x, t_y] -> { : 0 <= b_x < " << kc.grid[0] << " and 0 <= b_y < " << kc.grid[1]
+       << " and 0 <= t_x < " << kc.block[0] << " and 0 <= t_y < " << kc.block[1] << " }";
+    s = mark.child(0).insert_context(isl::set(ctx, os.str())).schedule();
+  }
+  return s;
+}
+
+} // namespace polyk

@@ -1,0 +1,227 @@
+// isl AST -> C text (loops, guards, blocks, marks, statement calls), the linearised indices of
+// tensor accesses, and the helpers every generated file starts with.
+#include "CodegenInternal.h"
+
+#include <isl/aff.h>
+#include <isl/ast.h>
+#include <isl/ast_build.h>
+#include <isl/set.h>
+#include <isl/space.h>
+#include <stdexcept>
+
+namespace polyk::codegen {
+
+namespace {
+
+std::string pad(int n) { return std::string(2 * n, ' '); }
+
+std::string idName(isl_id *id) {
+  std::string s = isl_id_get_name(id);
+  isl_id_free(id);
+  return s;
+}
+
+std::string opText(isl_ast_expr *e);
+
+std::string exprText(isl_ast_expr *e) {
+  switch (isl_ast_expr_get_type(e)) {
+  case isl_ast_expr_id: return idName(isl_ast_expr_get_id(e));
+  case isl_ast_expr_int: {
+    isl_val *v = isl_ast_expr_get_val(e);
+    std::string s = std::to_string(isl_val_get_num_si(v));
+    isl_val_free(v);
+    return s;
+  }
+  case isl_ast_expr_op: return opText(e);
+  default: throw std::runtime_error("unexpected isl AST expression");
+  }
+}
+
+std::string arg(isl_ast_expr *e, int i) {
+  isl_ast_expr *a = isl_ast_expr_get_op_arg(e, i);
+  std::string s = exprText(a);
+  isl_ast_expr_free(a);
+  return s;
+}
+
+std::string opText(isl_ast_expr *e) {
+  auto bin = [&](const char *op) { return "(" + arg(e, 0) + " " + op + " " + arg(e, 1) + ")"; };
+  int n = isl_ast_expr_get_op_n_arg(e);
+  switch (isl_ast_expr_get_op_type(e)) {
+  case isl_ast_expr_op_and:
+  case isl_ast_expr_op_and_then: return bin("&&");
+  case isl_ast_expr_op_or:
+  case isl_ast_expr_op_or_else: return bin("||");
+  case isl_ast_expr_op_max:
+  case isl_ast_expr_op_min: {
+    const char *f = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_max ? "polyk_max" : "polyk_min";
+    std::string s = arg(e, 0);
+    for (int i = 1; i < n; ++i) s = std::string(f) + "(" + s + ", " + arg(e, i) + ")";
+    return s;
+  }
+  case isl_ast_expr_op_minus: return "(-" + arg(e, 0) + ")";
+  case isl_ast_expr_op_add: return bin("+");
+  case isl_ast_expr_op_sub: return bin("-");
+  case isl_ast_expr_op_mul: return bin("*");
+  case isl_ast_expr_op_div:
+  case isl_ast_expr_op_pdiv_q: return bin("/");
+  case isl_ast_expr_op_fdiv_q: return "polyk_floord(" + arg(e, 0) + ", " + arg(e, 1) + ")";
+  case isl_ast_expr_op_pdiv_r:
+  case isl_ast_expr_op_zdiv_r: return bin("%");
+  case isl_ast_expr_op_cond:
+  case isl_ast_expr_op_select: return "(" + arg(e, 0) + " ? " + arg(e, 1) + " : " + arg(e, 2) + ")";
+  case isl_ast_expr_op_eq: return bin("==");
+  case isl_ast_expr_op_le: return bin("<=");
+  case isl_ast_expr_op_lt: return bin("<");
+  case isl_ast_expr_op_ge: return bin(">=");
+  case isl_ast_expr_op_gt: return bin(">");
+  case isl_ast_expr_op_call: {
+    std::string s = arg(e, 0) + "(";
+    for (int i = 1; i < n; ++i) s += (i > 1 ? ", " : "") + arg(e, i);
+    return s + ")";
+  }
+  default: throw std::runtime_error("unexpected isl AST operation");
+  }
+}
+
+} // namespace
+
+std::string AstPrinter::expr(const isl::ast_expr &e) { return exprText(e.get()); }
+
+std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
+  isl_ast_node *node = nodeObj.get();
+  std::string out;
+  switch (isl_ast_node_get_type(node)) {
+  case isl_ast_node_for: {
+    std::string it = exprText(isl::manage(isl_ast_node_for_get_iterator(node)).get());
+    std::string init = exprText(isl::manage(isl_ast_node_for_get_init(node)).get());
+    isl::ast_node body = isl::manage(isl_ast_node_for_get_body(node));
+    if (isl_ast_node_for_is_degenerate(node) == isl_bool_true) {
+      out += pad(indent) + "{\n" + pad(indent + 1) + "const polyk_idx " + it + " = " + init + ";\n";
+      out += print(body, indent + 1) + pad(indent) + "}\n";
+      return out;
+    }
+    std::string cond = exprText(isl::manage(isl_ast_node_for_get_cond(node)).get());
+    std::string inc = exprText(isl::manage(isl_ast_node_for_get_inc(node)).get());
+    out += pad(indent) + "for (polyk_idx " + it + " = " + init + "; " + cond + "; " + it + " += " + inc + ") {\n";
+    out += print(body, indent + 1) + pad(indent) + "}\n";
+    return out;
+  }
+  case isl_ast_node_if: {
+    std::string cond = exprText(isl::manage(isl_ast_node_if_get_cond(node)).get());
+    out += pad(indent) + "if (" + cond + ") {\n" + print(isl::manage(isl_ast_node_if_get_then_node(node)), indent + 1);
+    if (isl_ast_node_if_has_else_node(node) == isl_bool_true)
+      out += pad(indent) + "} else {\n" + print(isl::manage(isl_ast_node_if_get_else_node(node)), indent + 1);
+    return out + pad(indent) + "}\n";
+  }
+  case isl_ast_node_block: {
+    isl_ast_node_list *list = isl_ast_node_block_get_children(node);
+    for (int i = 0; i < isl_ast_node_list_n_ast_node(list); ++i)
+      out += print(isl::manage(isl_ast_node_list_get_at(list, i)), indent);
+    isl_ast_node_list_free(list);
+    return out;
+  }
+  case isl_ast_node_mark: {
+    std::string name = idName(isl_ast_node_mark_get_id(node));
+    std::string body = print(isl::manage(isl_ast_node_mark_get_node(node)), indent);
+    return mark ? mark(name, body, indent) : body;
+  }
+  case isl_ast_node_user: {
+    isl_ast_expr *call = isl_ast_node_user_get_expr(node);
+    std::string stmt = arg(call, 0);
+    std::vector<std::string> args;
+    for (int i = 1; i < isl_ast_expr_get_op_n_arg(call); ++i) args.push_back(arg(call, i));
+    isl_ast_expr_free(call);
+    return pad(indent) + user(stmt, args);
+  }
+  default: throw std::runtime_error("unexpected isl AST node");
+  }
+}
+
+std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) {
+  isl::map m(islCtx(), accessMap);
+  unsigned nIn = m.domain_tuple_dim();
+  if (tensor.shape.empty()) return "0";
+  isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(m.copy());
+  // Horner: ((x0 * s1 + x1) * s2 + x2) ...
+  isl_pw_aff *lin = isl_pw_multi_aff_get_pw_aff(pma, 0);
+  for (size_t d = 1; d < tensor.shape.size(); ++d) {
+    lin = isl_pw_aff_scale_val(lin, isl_val_int_from_si(islCtx().get(), tensor.shape[d].value));
+    lin = isl_pw_aff_add(lin, isl_pw_multi_aff_get_pw_aff(pma, (int)d));
+  }
+  isl_pw_multi_aff_free(pma);
+  // The domain iterators become parameters so a build over no loops prints them by name.
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < nIn; ++i) {
+    isl_id *id = isl_pw_aff_get_dim_id(lin, isl_dim_in, i);
+    names.push_back(id ? idName(id) : "d" + std::to_string(i));
+    if (!id) lin = isl_pw_aff_set_dim_id(lin, isl_dim_in, i, isl_id_alloc(islCtx().get(), names.back().c_str(), nullptr));
+  }
+  lin = isl_pw_aff_move_dims(lin, isl_dim_param, 0, isl_dim_in, 0, nIn);
+  isl_set *context = isl_pw_aff_domain(isl_pw_aff_copy(lin));
+  isl_ast_build *build = isl_ast_build_from_context(context);
+  isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, lin);
+  isl_ast_build_free(build);
+  std::string text = exprText(e);
+  isl_ast_expr_free(e);
+  // Macro arguments: wrap each iterator name in parentheses.
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    bool matched = false;
+    for (const auto &n : names) {
+      bool startOk = i == 0 || !(std::isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_');
+      size_t end = i + n.size();
+      bool endOk = end >= text.size() || !(std::isalnum((unsigned char)text[end]) || text[end] == '_');
+      if (startOk && endOk && text.compare(i, n.size(), n) == 0) {
+        out += "(" + n + ")";
+        i = end;
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) out += text[i++];
+  }
+  return out;
+}
+
+std::string indexHelpers(Dialect d, bool wide) {
+  std::string hd = d == Dialect::Cuda ? "__host__ __device__ " : "";
+  std::string s;
+  s += std::string("typedef ") + (wide ? "long long" : "int") + " polyk_idx;\n";
+  s += "static inline " + hd + "polyk_idx polyk_floord(polyk_idx a, polyk_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n";
+  s += "static inline " + hd + "polyk_idx polyk_min(polyk_idx a, polyk_idx b) { return a < b ? a : b; }\n";
+  s += "static inline " + hd + "polyk_idx polyk_max(polyk_idx a, polyk_idx b) { return a > b ? a : b; }\n";
+  return s;
+}
+
+bool needsWideIndices(const Scop &s) {
+  for (const auto &t : s.tensors)
+    if (t.elements() >= (1LL << 31) - 1024) return true;
+  return false;
+}
+
+std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p) {
+  p.name = s.name;
+  p.params = s.params;
+  p.tensors = s.tensors;
+  std::vector<ProgramStatement> out;
+  std::string last;
+  for (const auto &st : s.statements) {
+    if (st.kind == StmtKind::Init || st.source == last) continue;
+    last = st.source;
+    ProgramStatement ps;
+    ps.text = st.source;
+    try {
+      ps.stmt = parseStatement(st.source);
+    } catch (const ParseError &e) {
+      fail(st.loc, "statement source does not parse: " + e.message);
+    }
+    ps.loc = st.loc;
+    analyseStatement(ps, p);
+    p.statements.push_back(ps);
+    out.push_back(ps);
+  }
+  return out;
+}
+
+} // namespace polyk::codegen

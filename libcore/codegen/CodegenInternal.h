@@ -1,0 +1,60 @@
+// Pieces shared by the C and CUDA printers: expression printing in a dialect, isl AST printing,
+// linearised tensor indices, and the statement bodies as macros over the domain iterators.
+// Private to libcore/codegen.
+#pragma once
+
+#include "polyk/Expr.h"
+#include "polyk/Isl.h"
+#include "polyk/Scop.h"
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace polyk::codegen {
+
+enum class Dialect { C, Cuda };
+
+/// A value in compute type `type` (weak: a literal whose type follows its context).
+struct Value {
+  std::string text;
+  DType type;
+  bool weak = false;
+};
+
+/// Loads an element of a tensor access (the k-th access of the statement), as compute type.
+using AccessPrinter = std::function<std::string(const Access &, size_t k)>;
+
+Value printValue(const ExprPtr &e, Dialect d, const AccessPrinter &access,
+                 const std::map<std::string, DType> &tensorTypes);
+/// `v` converted to compute type `t` (literals are spelled in `t`).
+std::string convert(const Value &v, DType t);
+
+std::string loadElement(Dialect d, DType t, const std::string &lvalue);
+std::string storeValue(Dialect d, DType t, const std::string &computeValue);
+/// Rounds a compute value to the precision of storage type `t` (f16 / bf16), else unchanged.
+std::string roundToStorage(Dialect d, DType t, const std::string &computeValue);
+
+/// The linearised index of an access map's target element, as a C expression of the domain
+/// iterators (each spelled `(name)`, for use inside a macro).
+std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor);
+
+/// Prints an isl AST. `user` prints a statement call; `mark` may print around a mark's child
+/// (default: the child alone).
+struct AstPrinter {
+  std::function<std::string(const std::string &stmt, const std::vector<std::string> &args)> user;
+  std::function<std::string(const std::string &mark, const std::string &body, int indent)> mark;
+  std::string print(const isl::ast_node &node, int indent) const;
+  static std::string expr(const isl::ast_expr &e);
+};
+
+/// The common prologue of generated files: index type, floord, min / max helpers.
+std::string indexHelpers(Dialect d, bool wideIndices);
+
+/// True when some tensor of `s` has 2^31 elements or more.
+bool needsWideIndices(const Scop &s);
+
+/// Functions of the harness: which program statements make the reference.
+std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p);
+
+} // namespace polyk::codegen

@@ -1,0 +1,191 @@
+// Sequential C: the reference (the original statements in their order, accumulating floats in
+// double) and the transformed program (the bound schedule's loops run one after another, with the
+// accumulation type the CUDA code uses). Both take the inputs and outputs of the program.
+#include "CodegenInternal.h"
+#include "EmitParts.h"
+
+#include <set>
+
+namespace polyk::codegen {
+
+namespace {
+
+std::map<std::string, DType> typeTable(const Scop &s) {
+  std::map<std::string, DType> m;
+  for (const auto &t : s.tensors) m[t.name] = t.type;
+  return m;
+}
+
+std::string horner(const Access &a, const TensorDecl &t) {
+  if (a.indices.empty()) return "0";
+  std::string s = "(polyk_idx)(" + a.indices[0] + ")";
+  for (size_t d = 1; d < a.indices.size(); ++d)
+    s = "(" + s + " * " + std::to_string(t.shape[d].value) + " + " + a.indices[d] + ")";
+  return s;
+}
+
+std::string allocate(const std::string &name, const std::string &type, long long n) {
+  return "  " + type + " *" + name + " = (" + type + " *)malloc(sizeof(" + type + ") * " + std::to_string(n) + ");\n";
+}
+
+} // namespace
+
+std::string hostSignature(const Scop &s, const std::string &fn, bool cuda) {
+  std::string sig = fn + "(";
+  bool first = true;
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    sig += std::string(first ? "" : ", ") + (t.role == Role::Input ? "const " : "") +
+           (cuda ? cudaStorageType(t.type) : cStorageType(t.type)) + " *" + t.name;
+    first = false;
+  }
+  return sig;
+}
+
+std::string emitReference(const Scop &s) {
+  Program p;
+  std::vector<ProgramStatement> stmts = originalStatements(s, p);
+  auto types = typeTable(s);
+  std::string o = "/* The sequential reference: the original statements in their original order. */\n";
+  o += "void " + hostSignature(s, "polyk_" + s.name + "_ref", false) + ") {\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), t.elements());
+  for (const auto &ps : stmts) {
+    const TensorDecl &out = *s.tensor(ps.stmt.lhs.tensor);
+    o += "  /* " + ps.text + " */\n  {\n";
+    auto op = ps.stmt.reduceOp();
+    DType accType = isFloat(out.type) ? DType::F64 : computeType(out.type);
+    if (op) {
+      o += allocate("polyk_acc", computeCType(accType), out.elements());
+      o += "    for (polyk_idx polyk_e = 0; polyk_e < " + std::to_string(out.elements()) + "; ++polyk_e) polyk_acc[polyk_e] = " +
+           reduceIdentity(*op, accType) + ";\n";
+    }
+    std::string indent = "    ";
+    for (size_t k = 0; k < ps.iterators.size(); ++k) {
+      o += indent + "for (polyk_idx " + ps.iterators[k] + " = 0; " + ps.iterators[k] + " < " +
+           std::to_string(ps.extents[k].value) + "; ++" + ps.iterators[k] + ")\n";
+      indent += "  ";
+    }
+    Value v = printValue(ps.stmt.rhs, Dialect::C, [&](const Access &a, size_t) {
+      return loadElement(Dialect::C, types.at(a.tensor), a.tensor + "[" + horner(a, *s.tensor(a.tensor)) + "]");
+    }, types);
+    std::string idx = horner(ps.stmt.lhs, out);
+    if (op) {
+      o += indent + "polyk_acc[" + idx + "] = " + reduceApply(*op, accType, "polyk_acc[" + idx + "]", convert(v, accType)) + ";\n";
+      o += "    for (polyk_idx polyk_e = 0; polyk_e < " + std::to_string(out.elements()) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
+           storeValue(Dialect::C, out.type, convert({"polyk_acc[polyk_e]", accType, false}, computeType(out.type))) + ";\n";
+      o += "    free(polyk_acc);\n";
+    } else {
+      o += indent + out.name + "[" + idx + "] = " + storeValue(Dialect::C, out.type, convert(v, computeType(out.type))) + ";\n";
+    }
+    o += "  }\n";
+  }
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary) o += "  free(" + t.name + ");\n";
+  return o + "}\n";
+}
+
+std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
+                            const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
+                            const std::function<std::string(const ScopStatement &)> &init) {
+  auto types = typeTable(s);
+  std::string o;
+  for (const auto &st : s.statements) {
+    isl::set dom(islCtx(), st.domain);
+    std::string params;
+    for (unsigned i = 0; i < dom.tuple_dim(); ++i) {
+      isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+      params += std::string(i ? ", " : "") + isl_id_get_name(id);
+      isl_id_free(id);
+    }
+    o += "#define " + st.name + "(" + params + ") do { ";
+    const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
+    if (st.kind == StmtKind::Init) {
+      o += init(st);
+    } else {
+      ExprPtr body = parseExpr(st.body);
+      Value v = printValue(body, d, [&](const Access &a, size_t k) {
+        if (promoted.count(a.tensor)) return a.tensor + "_r";
+        return loadElement(d, types.at(a.tensor), a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]");
+      }, types);
+      if (st.kind == StmtKind::Reduce) {
+        o += reduce(st, convert(v, computeType(out.type)));
+      } else if (promoted.count(out.name)) {
+        o += out.name + "_r = " + roundToStorage(d, out.type, convert(v, computeType(out.type))) + ";";
+      } else {
+        o += out.name + "[" + linearIndex(st.write, out) + "] = " + storeValue(d, out.type, convert(v, computeType(out.type))) + ";";
+      }
+    }
+    o += " } while (0)\n";
+  }
+  return o;
+}
+
+std::string undefMacros(const Scop &s) {
+  std::string o;
+  for (const auto &st : s.statements) o += "#undef " + st.name + "\n";
+  return o;
+}
+
+std::string emitScheduleC(const Scop &s) {
+  auto types = typeTable(s);
+  std::string o = "/* The transformed program: the bound schedule's loops, run sequentially. */\n";
+  o += "void " + hostSignature(s, "polyk_" + s.name + "_c", false) + ") {\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), t.elements());
+  for (const auto &st : s.statements) {
+    if (st.kind != StmtKind::Reduce) continue;
+    const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
+    o += allocate("acc_" + st.name, computeCType(out.type), out.elements());
+  }
+  o += statementMacros(
+      s, Dialect::C, {},
+      [&](const ScopStatement &st, const std::string &v) {
+        const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
+        std::string a = "acc_" + st.name + "[" + linearIndex(st.write, out) + "]";
+        return a + " = " + reduceApply(*st.op, out.type, a, v) + ";";
+      },
+      [&](const ScopStatement &st) {
+        const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
+        return "acc_" + st.reduction + "[" + linearIndex(st.write, out) + "] = " + reduceIdentity(*st.op, out.type) + ";";
+      });
+  AstPrinter printer;
+  printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
+    std::string c = stmt + "(";
+    for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
+    return c + ");\n";
+  };
+  printer.mark = [&](const std::string &mark, const std::string &body, int indent) {
+    if (mark.rfind("kernel_", 0) != 0) return body;
+    // After a kernel, its reductions' results go to their outputs (what the last atomic does).
+    std::string fin;
+    size_t k = std::stoul(mark.substr(7));
+    for (const auto &name : k < s.kernels.size() ? s.kernels[k].statements : std::vector<std::string>{}) {
+      const ScopStatement *st = s.statement(name);
+      if (!st || st->kind != StmtKind::Reduce) continue;
+      const TensorDecl &out = *s.tensor(isl::map(islCtx(), st->write).range_tuple_id().name());
+      fin += "  for (polyk_idx polyk_e = 0; polyk_e < " + std::to_string(out.elements()) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
+             storeValue(Dialect::C, out.type, "acc_" + name + "[polyk_e]") + ";\n";
+    }
+    return "  /* " + mark + " */\n" + body + fin;
+  };
+  isl::schedule sched = readIslSchedule(s.schedule);
+  isl::ast_build build(islCtx());
+  o += printer.print(build.node_from(sched), 1);
+  o += undefMacros(s);
+  for (const auto &st : s.statements)
+    if (st.kind == StmtKind::Reduce) o += "  free(acc_" + st.name + ");\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary) o += "  free(" + t.name + ");\n";
+  return o + "}\n";
+}
+
+std::string cPrologue(const Scop &s, Dialect d) {
+  std::string o;
+  o += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n";
+  o += "#include \"polyk/host.h\"\n";
+  if (d == Dialect::C) o += indexHelpers(Dialect::C, needsWideIndices(s));
+  return o;
+}
+
+} // namespace polyk::codegen

@@ -1,0 +1,150 @@
+// CUDA kernels and their host launcher (Panamera §5.1, Fig. 7). Each kernel is the isl AST of
+// one `kernel_k` subtree of the mapped schedule; a reduction statement updates a per-thread
+// partial (Part 1); after the loops the block reduces the partials along the reduction's thread
+// axis (Part 2) and one thread per output element combines the block's result atomically into
+// global memory (Part 3).
+#include "EmitParts.h"
+
+#include "polyk/Bind.h"
+
+namespace polyk::codegen {
+
+namespace {
+
+std::string outputOf(const Scop &s, const ScopStatement &st) {
+  return isl::map(islCtx(), st.write).range_tuple_id().name();
+}
+
+std::string kernelParams(const Scop &s) {
+  std::string p;
+  for (const auto &t : s.tensors) {
+    p += std::string(p.empty() ? "" : ", ") + (t.role == Role::Input ? "const " : "") + cudaStorageType(t.type) +
+         " *__restrict__ " + t.name;
+  }
+  return p;
+}
+
+std::string kernelArgs(const Scop &s) {
+  std::string a;
+  for (const auto &t : s.tensors) a += std::string(a.empty() ? "" : ", ") + t.name;
+  return a;
+}
+
+} // namespace
+
+std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
+  std::set<std::string> promoted;
+  for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
+
+  std::string o;
+  o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
+  if (blockReduce == "cub") o += "#define POLYK_BLOCK_REDUCE_CUB 1\n";
+  o += "#include \"polyk/runtime.cuh\"\n\n";
+  o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
+  o += "/* Statements over their domain iterators. */\n";
+  o += statementMacros(
+      s, Dialect::Cuda, promoted,
+      [&](const ScopStatement &st, const std::string &v) {
+        const TensorDecl &out = *s.tensor(outputOf(s, st));
+        std::string a = "acc_" + st.name;
+        return a + " = " + reduceApply(*st.op, out.type, a, v) + "; live_" + st.name + " = true; oidx_" + st.name +
+               " = " + linearIndex(st.write, out) + ";";
+      },
+      [&](const ScopStatement &st) {
+        const TensorDecl &out = *s.tensor(outputOf(s, st));
+        return out.name + "[" + linearIndex(st.write, out) + "] = " +
+               storeValue(Dialect::Cuda, out.type, reduceIdentity(*st.op, out.type)) + ";";
+      });
+  o += "\n";
+
+  // The AST of the mapped tree; each kernel mark's subtree becomes one __global__ function.
+  isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
+  std::map<std::string, std::string> bodies;
+  AstPrinter printer;
+  printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
+    std::string c = stmt + "(";
+    for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
+    return c + ");\n";
+  };
+  printer.mark = [&](const std::string &mark, const std::string &body, int) {
+    if (mark.rfind("kernel_", 0) == 0) {
+      bodies[mark] = body;
+      return std::string();
+    }
+    return body;
+  };
+  isl::ast_build build(islCtx());
+  printer.print(build.node_from(mapped), 1);
+
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    const KernelConfig &kc = s.kernels[k];
+    int bx = kc.block[0], by = kc.block[1];
+    o += "__global__ void __launch_bounds__(" + std::to_string(bx * by * kc.block[2]) + ") " + kc.name + "(" +
+         kernelParams(s) + ") {\n";
+    o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
+    o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
+    for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
+    std::vector<const ScopStatement *> reductions;
+    for (const auto &name : kc.statements) {
+      const ScopStatement *st = s.statement(name);
+      if (st->kind != StmtKind::Reduce) continue;
+      reductions.push_back(st);
+      DType acc = computeType(s.tensor(outputOf(s, *st))->type);
+      o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + reduceIdentity(*st->op, acc) + ";\n";
+      o += "  bool live_" + name + " = false;\n  polyk_idx oidx_" + name + " = 0;\n";
+    }
+    o += bodies["kernel_" + std::to_string(k)];
+    for (const ScopStatement *st : reductions) {
+      const TensorDecl &out = *s.tensor(outputOf(s, *st));
+      DType acc = computeType(out.type);
+      std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
+      std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
+      std::string value = "acc_" + n, leader = "live_" + n;
+      if (kc.reduceAxis == "x") {
+        o += "  const " + T + " block_" + n + " = polyk::block_reduce_x<" + op + ", " + dims + ">(acc_" + n + ");\n";
+        value = "block_" + n;
+        leader = "t_x == 0 && " + leader;
+      } else if (kc.reduceAxis == "y") {
+        o += "  const " + T + " block_" + n + " = polyk::block_reduce_y<" + op + ", " + dims + ">(acc_" + n + ");\n";
+        value = "block_" + n;
+        leader = "t_y == 0 && " + leader;
+      }
+      o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + out.name + "[oidx_" + n + "], " +
+           (out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
+                                                       : storeValue(Dialect::Cuda, out.type, value)) +
+           ");\n";
+    }
+    o += "}\n\n";
+  }
+  o += undefMacros(s) + "\n";
+
+  // The launcher: temporaries not kept in registers live in global memory for its duration.
+  std::string sig = hostSignature(s, "polyk_" + s.name, true);
+  o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
+  o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n";
+  o += "  cudaError_t err = cudaSuccess;\n";
+  for (const auto &t : s.tensors) {
+    if (t.role != Role::Temporary) continue;
+    std::string ty = cudaStorageType(t.type);
+    if (promoted.count(t.name)) {
+      o += "  " + ty + " *" + t.name + " = nullptr; /* kept in registers */\n";
+      continue;
+    }
+    o += "  " + ty + " *" + t.name + " = nullptr;\n";
+    o += "  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + std::to_string(t.elements()) +
+         "LL, stream)) != cudaSuccess) return err;\n";
+  }
+  for (const auto &kc : s.kernels) {
+    o += "  " + kc.name + "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + kc.grid[2] + "), dim3(" +
+         std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) +
+         "), 0, stream>>>(" + kernelArgs(s) + ");\n";
+    o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
+  }
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary && !promoted.count(t.name))
+      o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
+  o += "  return cudaSuccess;\n}\n";
+  return o;
+}
+
+} // namespace polyk::codegen

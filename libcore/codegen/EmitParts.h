@@ -1,0 +1,26 @@
+// The parts of a generated file, shared by emit's C, CUDA and harness printers. Private to
+// libcore/codegen.
+#pragma once
+
+#include "CodegenInternal.h"
+
+#include <set>
+
+namespace polyk::codegen {
+
+/// `fn(const float *x, float *out` (no closing parenthesis): the inputs and outputs.
+std::string hostSignature(const Scop &s, const std::string &fn, bool cuda);
+std::string emitReference(const Scop &s);
+std::string emitScheduleC(const Scop &s);
+std::string cPrologue(const Scop &s, Dialect d);
+/// `#define S(i, j) do { ... } while (0)` for every statement; `reduce` and `init` print the
+/// reduction update (given the value) and the initialisation.
+std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
+                            const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
+                            const std::function<std::string(const ScopStatement &)> &init);
+std::string undefMacros(const Scop &s);
+std::string emitCudaKernels(const Scop &s, const std::string &blockReduce);
+std::string emitCHarness(const Scop &s);
+std::string emitCudaHarness(const Scop &s, int repetitions);
+
+} // namespace polyk::codegen

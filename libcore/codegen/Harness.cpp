@@ -1,0 +1,175 @@
+// The harnesses polyk-emit writes with --harness, and emit() itself. Both harnesses fill the
+// inputs from a seeded generator (never zeros), run the sequential reference, and compare: the C
+// one with the transformed sequential program, the CUDA one with the kernels on the GPU after
+// poisoning the outputs, then time the launcher (CUDA events, L2 flushed, median).
+#include "EmitParts.h"
+
+#include "polyk/Emit.h"
+#include "polyk/Tool.h"
+
+namespace polyk::codegen {
+
+namespace {
+
+const char *dtypeEnum(DType t) {
+  switch (t) {
+  case DType::Bool: return "POLYK_BOOL";
+  case DType::I32: return "POLYK_I32";
+  case DType::I64: return "POLYK_I64";
+  case DType::F16: return "POLYK_F16";
+  case DType::BF16: return "POLYK_BF16";
+  case DType::F32: return "POLYK_F32";
+  case DType::F64: return "POLYK_F64";
+  }
+  return "?";
+}
+
+/// Inputs near 1 for products (so they neither vanish nor overflow), small integers otherwise.
+std::string fillRange(const Scop &s, DType t) {
+  bool product = false, logical = false;
+  for (const auto &st : s.statements) {
+    if (st.op == ReduceOp::Prod) product = true;
+    if (st.op == ReduceOp::And || st.op == ReduceOp::Or) logical = true;
+  }
+  if (t == DType::Bool) return logical ? "0.9995, 1" : "0.5, 1";
+  if (isInteger(t)) return product ? "1, 1" : "-8, 8";
+  return product ? "0.999, 1.001" : "-1, 1";
+}
+
+/// Buffers, filled inputs and the reference outputs; shared by both harnesses.
+std::string setUp(const Scop &s) {
+  std::string o;
+  o += "  uint64_t seed = argc > 1 ? strtoull(argv[1], 0, 10) : 42;\n";
+  int k = 0;
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    std::string n = std::to_string(t.elements()) + "LL";
+    o += "  const size_t n_" + t.name + " = " + n + ";\n";
+    o += "  " + std::string(cStorageType(t.type)) + " *h_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
+         cStorageType(t.type) + ") * n_" + t.name + ");\n";
+    if (t.role == Role::Input) {
+      o += "  polyk_fill(h_" + t.name + ", n_" + t.name + ", " + dtypeEnum(t.type) + ", seed + " + std::to_string(k++) +
+           ", " + fillRange(s, t.type) + ");\n";
+    } else {
+      o += "  " + std::string(cStorageType(t.type)) + " *r_" + t.name + " = (" + cStorageType(t.type) +
+           " *)malloc(sizeof(" + cStorageType(t.type) + ") * n_" + t.name + ");\n";
+    }
+  }
+  std::string args;
+  for (const auto &t : s.tensors)
+    if (t.role != Role::Temporary) args += std::string(args.empty() ? "" : ", ") + (t.role == Role::Input ? "h_" : "r_") + t.name;
+  o += "  polyk_" + s.name + "_ref(" + args + ");\n";
+  return o;
+}
+
+std::string hostArgs(const Scop &s, const char *outPrefix) {
+  std::string a;
+  for (const auto &t : s.tensors)
+    if (t.role != Role::Temporary) a += std::string(a.empty() ? "" : ", ") + (t.role == Role::Input ? "h_" : outPrefix) + t.name;
+  return a;
+}
+
+std::string compareOutputs(const Scop &s, const char *gotPrefix) {
+  std::string o = "  int pass = 1;\n  double worst = 0;\n";
+  for (const auto &t : s.tensors) {
+    if (t.role != Role::Output) continue;
+    o += "  {\n    double err = polyk_compare(" + std::string(gotPrefix) + t.name + ", r_" + t.name + ", n_" + t.name + ", " +
+         dtypeEnum(t.type) + ");\n";
+    o += "    if (!(err <= polyk_tolerance(" + std::string(dtypeEnum(t.type)) + "))) pass = 0;\n";
+    o += "    if (!(err <= worst)) worst = err;\n  }\n";
+  }
+  return o;
+}
+
+} // namespace
+
+std::string emitCHarness(const Scop &s) {
+  std::string o = "\nint main(int argc, char **argv) {\n" + setUp(s);
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output)
+      o += "  " + std::string(cStorageType(t.type)) + " *c_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
+           cStorageType(t.type) + ") * n_" + t.name + ");\n";
+  o += "  polyk_" + s.name + "_c(" + hostArgs(s, "c_") + ");\n";
+  o += compareOutputs(s, "c_");
+  o += "  printf(\"%s " + s.name + " max_err=%.3g\\n\", pass ? \"PASS\" : \"FAIL\", worst);\n";
+  o += "  return pass ? 0 : 1;\n}\n";
+  return o;
+}
+
+std::string emitCudaHarness(const Scop &s, int reps) {
+  std::string o = "\n#define POLYK_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \\\n"
+                  "  fprintf(stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString(e_)); return 2; } } while (0)\n\n";
+  o += "int main(int argc, char **argv) {\n" + setUp(s);
+  std::string devArgs;
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    std::string ty = cudaStorageType(t.type);
+    std::string bytes = "sizeof(" + ty + ") * n_" + t.name;
+    o += "  " + ty + " *d_" + t.name + " = 0;\n  POLYK_CHECK(cudaMalloc((void **)&d_" + t.name + ", " + bytes + "));\n";
+    if (t.role == Role::Input)
+      o += "  POLYK_CHECK(cudaMemcpy(d_" + t.name + ", h_" + t.name + ", " + bytes + ", cudaMemcpyHostToDevice));\n";
+    else
+      o += "  POLYK_CHECK(cudaMemset(d_" + t.name + ", 0xFF, " + bytes + ")); /* poison */\n";
+    devArgs += std::string(devArgs.empty() ? "" : ", ") + "d_" + t.name;
+  }
+  o += "  POLYK_CHECK(polyk_" + s.name + "(" + devArgs + (devArgs.empty() ? "" : ", ") + "0));\n";
+  o += "  POLYK_CHECK(cudaDeviceSynchronize());\n";
+  for (const auto &t : s.tensors) {
+    if (t.role != Role::Output) continue;
+    std::string ty = cStorageType(t.type);
+    o += "  " + ty + " *g_" + t.name + " = (" + ty + " *)malloc(sizeof(" + ty + ") * n_" + t.name + ");\n";
+    o += "  POLYK_CHECK(cudaMemcpy(g_" + t.name + ", d_" + t.name + ", sizeof(" + ty + ") * n_" + t.name +
+         ", cudaMemcpyDeviceToHost));\n";
+  }
+  o += compareOutputs(s, "g_");
+  // Timing: L2 flushed by a 256 MiB memset before each run, events around the launcher alone.
+  o += "  const int reps = argc > 2 ? atoi(argv[2]) : " + std::to_string(reps) + ";\n";
+  o += "  void *flush = 0;\n  const size_t flushBytes = 256u << 20;\n  POLYK_CHECK(cudaMalloc(&flush, flushBytes));\n";
+  o += "  cudaEvent_t start, stop;\n  POLYK_CHECK(cudaEventCreate(&start));\n  POLYK_CHECK(cudaEventCreate(&stop));\n";
+  o += "  for (int i = 0; i < 3; ++i) POLYK_CHECK(polyk_" + s.name + "(" + devArgs + (devArgs.empty() ? "" : ", ") + "0));\n";
+  o += "  float *times = (float *)malloc(sizeof(float) * (reps > 0 ? reps : 1));\n";
+  o += "  for (int r = 0; r < reps; ++r) {\n";
+  o += "    POLYK_CHECK(cudaMemsetAsync(flush, r & 0xFF, flushBytes, 0));\n";
+  o += "    POLYK_CHECK(cudaEventRecord(start, 0));\n";
+  o += "    POLYK_CHECK(polyk_" + s.name + "(" + devArgs + (devArgs.empty() ? "" : ", ") + "0));\n";
+  o += "    POLYK_CHECK(cudaEventRecord(stop, 0));\n    POLYK_CHECK(cudaEventSynchronize(stop));\n";
+  o += "    POLYK_CHECK(cudaEventElapsedTime(&times[r], start, stop));\n  }\n";
+  o += "  double med = reps > 0 ? polyk_median(times, reps) * 1000.0 : 0.0;\n";
+  o += "  printf(\"%s " + s.name + " max_err=%.3g median_us=%.2f\\n\", pass ? \"PASS\" : \"FAIL\", worst, med);\n";
+  o += "  return pass ? 0 : 1;\n}\n";
+  return o;
+}
+
+} // namespace polyk::codegen
+
+namespace polyk {
+
+EmitResult emit(const Scop &bound, const EmitOptions &opt) {
+  using namespace codegen;
+  if (opt.blockReduce != "cub" && opt.blockReduce != "shfl")
+    throw UsageError("--block-reduce must be cub or shfl");
+  EmitResult r;
+  std::string header = "/* Generated by polyk-emit " POLYK_VERSION " from program '" + bound.name +
+                       "'. Compile with -I<polyk>/libcore/runtime. */\n";
+  if (opt.referenceOnly) {
+    r.code = header + cPrologue(bound, Dialect::C) + "\n" + emitReference(bound);
+  } else if (opt.target == EmitOptions::Target::C) {
+    r.code = header + cPrologue(bound, Dialect::C) + "\n" + emitScheduleC(bound);
+    if (opt.harness) r.code += "\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound);
+  } else {
+    r.code = header + emitCudaKernels(bound, opt.blockReduce);
+    if (opt.harness) {
+      r.code += "\n/* Host side of the harness. */\n#include <stdio.h>\n#include <stdlib.h>\n#include \"polyk/harness.h\"\n\n";
+      r.code += emitReference(bound) + emitCudaHarness(bound, opt.repetitions);
+    }
+  }
+  r.kernelInfo = bound;
+  r.kernelInfo.kind = "kernel";
+  std::string sig = hostSignature(bound, "polyk_" + bound.name, true);
+  r.kernelInfo.launcher = "cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream)";
+  r.kernelInfo.source = opt.sourceName;
+  r.kernelInfo.provenance.push_back(currentStage("polyk-emit"));
+  return r;
+}
+
+} // namespace polyk

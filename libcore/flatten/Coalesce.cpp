@@ -1,0 +1,242 @@
+// Loop coalescing and reduction propagation (Panamera §3.1-3.2, Formula 1). See Flatten.h.
+#include "polyk/Flatten.h"
+
+#include "polyk/Isl.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace polyk {
+
+namespace {
+
+/// How one statement's iterators are grouped into coalesced dims (outer group first).
+struct Plan {
+  Form form = Form::Elementwise;
+  std::vector<std::vector<std::string>> groups; // iterator names, outer to inner, per coalesced dim
+  std::vector<std::string> dimKinds;            // "parallel" / "reduced" per coalesced dim
+  bool interchanged = false;
+};
+
+const char *coalescedName(size_t d, size_t n) { return n == 1 ? "i" : (d == 0 ? "i" : "j"); }
+
+/// Panamera Fig. 2 -> Fig. 3: contiguous groups as they are; interleaved ones interchanged with
+/// the parallel dims outermost (an x-reduce), which never violates a dependence (§3.1).
+Plan planReduction(const ProgramStatement &ps) {
+  Plan plan;
+  std::vector<std::string> par, red;
+  std::string pattern;
+  for (size_t k = 0; k < ps.iterators.size(); ++k) {
+    (ps.reduced[k] ? red : par).push_back(ps.iterators[k]);
+    char c = ps.reduced[k] ? 'r' : 'p';
+    if (pattern.empty() || pattern.back() != c) pattern += c;
+  }
+  if (par.empty()) {
+    plan.form = Form::AllReduce;
+    plan.groups = {red};
+    plan.dimKinds = {"reduced"};
+  } else if (pattern == "rp") {
+    plan.form = Form::YReduce;
+    plan.groups = {red, par};
+    plan.dimKinds = {"reduced", "parallel"};
+  } else {
+    plan.form = Form::XReduce;
+    plan.groups = {par, red};
+    plan.dimKinds = {"parallel", "reduced"};
+    plan.interchanged = pattern != "pr";
+  }
+  return plan;
+}
+
+struct Builder {
+  const Program &p;
+  std::vector<std::optional<Plan>> plans;
+  std::map<std::string, int> writerOf; // tensor -> statement index
+  std::map<std::string, int> readCount;
+
+  explicit Builder(const Program &prog) : p(prog), plans(prog.statements.size()) {
+    for (size_t k = 0; k < p.statements.size(); ++k) {
+      writerOf[p.statements[k].stmt.lhs.tensor] = (int)k;
+      std::vector<const Access *> reads;
+      collectAccesses(p.statements[k].stmt.rhs, reads);
+      for (const Access *a : reads) readCount[a->tensor]++;
+    }
+  }
+
+  /// §3.2: an elementwise producer read exactly once, over all of its consumer's iterators, takes
+  /// the consumer's coalescing (its dims renamed through the tensor it writes), so the two stay
+  /// fusible after coalescing. Recurses through chains of elementwise statements.
+  void propagate(int consumer) {
+    const ProgramStatement &cs = p.statements[consumer];
+    std::vector<const Access *> reads;
+    collectAccesses(cs.stmt.rhs, reads);
+    for (const Access *a : reads) {
+      auto w = writerOf.find(a->tensor);
+      if (w == writerOf.end() || w->second >= consumer) continue;
+      int producer = w->second;
+      const ProgramStatement &ps = p.statements[producer];
+      if (plans[producer] || ps.stmt.assignOp != "=" || readCount[a->tensor] != 1) continue;
+      if (a->indices.size() != cs.iterators.size()) continue; // a broadcast: no one-to-one match
+      std::map<std::string, std::string> rename; // consumer iterator -> producer iterator
+      for (size_t d = 0; d < a->indices.size(); ++d) rename[a->indices[d]] = ps.stmt.lhs.indices[d];
+      Plan plan = *plans[consumer];
+      plan.form = plans[consumer]->form;
+      for (auto &g : plan.groups)
+        for (auto &name : g) name = rename.at(name);
+      plan.interchanged = false;
+      plans[producer] = plan;
+      propagate(producer);
+    }
+  }
+
+  /// Formula 1: the expression of each original iterator over the coalesced dims.
+  std::map<std::string, std::string> recoveryExprs(const Plan &plan, const ProgramStatement &ps) {
+    std::map<std::string, long long> extent;
+    for (size_t k = 0; k < ps.iterators.size(); ++k) extent[ps.iterators[k]] = ps.extents[k].value;
+    std::map<std::string, std::string> rec;
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      const auto &dims = plan.groups[g];
+      std::string c = coalescedName(g, plan.groups.size());
+      for (size_t a = 0; a < dims.size(); ++a) {
+        long long inner = 1;
+        for (size_t b = a + 1; b < dims.size(); ++b) inner *= extent[dims[b]];
+        std::string e = inner == 1 ? c : "floor(" + c + "/" + std::to_string(inner) + ")";
+        if (a > 0) e = "(" + e + ") mod " + std::to_string(extent[dims[a]]);
+        rec[dims[a]] = "(" + e + ")";
+      }
+    }
+    return rec;
+  }
+
+  std::string tuple(const std::string &name, const Plan &plan) {
+    std::string s = name + "[";
+    for (size_t g = 0; g < plan.groups.size(); ++g) s += (g ? ", " : "") + std::string(coalescedName(g, plan.groups.size()));
+    return s + "]";
+  }
+
+  /// ` : 0 <= i < M and 0 <= j < N` over the coalesced dims (or only the parallel ones).
+  std::string domainConstraints(const Plan &plan, const ProgramStatement &ps, bool parallelOnly) {
+    std::map<std::string, long long> extent;
+    for (size_t k = 0; k < ps.iterators.size(); ++k) extent[ps.iterators[k]] = ps.extents[k].value;
+    std::string s;
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      if (parallelOnly && plan.dimKinds[g] != "parallel") continue;
+      long long n = 1;
+      for (const auto &d : plan.groups[g]) n *= extent[d];
+      s += std::string(s.empty() ? " : " : " and ") + "0 <= " + coalescedName(g, plan.groups.size()) + " < " +
+           std::to_string(n);
+    }
+    return s;
+  }
+
+  std::string domainOf(const std::string &name, const Plan &plan, const ProgramStatement &ps) {
+    return normalizeSet("{ " + tuple(name, plan) + domainConstraints(plan, ps, false) + " }");
+  }
+
+  std::string accessMap(const std::string &tup, const Access &a, const std::map<std::string, std::string> &rec) {
+    std::string s = "{ " + tup + " -> " + a.tensor + "[";
+    for (size_t d = 0; d < a.indices.size(); ++d) s += (d ? ", " : "") + rec.at(a.indices[d]);
+    return normalizeMap(s + "] }");
+  }
+
+  Scop run() {
+    for (size_t k = 0; k < p.statements.size(); ++k)
+      if (p.statements[k].stmt.assignOp != "=") plans[k] = planReduction(p.statements[k]);
+    // Later reductions first claim their producers, walking back from each reduction.
+    for (int k = (int)p.statements.size() - 1; k >= 0; --k)
+      if (p.statements[k].stmt.assignOp != "=") propagate(k);
+    for (size_t k = 0; k < p.statements.size(); ++k) {
+      if (plans[k]) continue;
+      Plan plan; // an elementwise statement alone: all its dims into one parallel loop
+      std::vector<std::string> all;
+      for (const auto &ix : p.statements[k].stmt.lhs.indices) all.push_back(ix);
+      plan.groups = {all};
+      plan.dimKinds = {"parallel"};
+      if (all.empty()) plan.groups.clear(), plan.dimKinds.clear();
+      plans[k] = plan;
+    }
+
+    Scop s;
+    s.name = p.name;
+    s.params = p.params;
+    s.tensors = p.tensors;
+    for (size_t k = 0; k < p.statements.size(); ++k) {
+      const ProgramStatement &ps = p.statements[k];
+      const Plan &plan = *plans[k];
+      std::string name = "S" + std::to_string(k);
+      auto rec = recoveryExprs(plan, ps);
+
+      auto op = ps.stmt.reduceOp();
+      if (op) {
+        // The fresh initialisation of `+=!`: one instance per output element, over the parallel dim.
+        Plan initPlan;
+        for (size_t g = 0; g < plan.groups.size(); ++g)
+          if (plan.dimKinds[g] == "parallel") initPlan.groups.push_back(plan.groups[g]), initPlan.dimKinds.push_back("parallel");
+        ScopStatement init;
+        init.name = name + "_init";
+        init.kind = StmtKind::Init;
+        init.source = ps.text;
+        init.op = op;
+        init.reduction = name;
+        init.form = plan.form;
+        init.dims = initPlan.dimKinds;
+        std::string tup = init.name + "[";
+        std::map<std::string, std::string> initRec;
+        for (size_t g = 0, n = 0; g < plan.groups.size(); ++g) {
+          if (plan.dimKinds[g] != "parallel") continue;
+          std::string c = coalescedName(g, plan.groups.size());
+          tup += (n++ ? ", " : "") + c;
+        }
+        tup += "]";
+        init.domain = normalizeSet("{ " + tup + domainConstraints(plan, ps, /*parallelOnly=*/true) + " }");
+        for (const auto &ix : ps.stmt.lhs.indices) {
+          init.iterators.push_back(ix);
+          initRec[ix] = rec.at(ix);
+        }
+        std::string ra = "{ " + tup + " -> [";
+        for (size_t d2 = 0; d2 < init.iterators.size(); ++d2) ra += (d2 ? ", " : "") + initRec[init.iterators[d2]];
+        init.recovery = islStr(isl::multi_aff(islCtx(), ra + "] }"));
+        init.write = accessMap(tup, ps.stmt.lhs, initRec);
+        init.body = "";
+        s.statements.push_back(init);
+      }
+
+      ScopStatement st;
+      st.name = name;
+      st.kind = op ? StmtKind::Reduce : StmtKind::Assign;
+      st.source = ps.text;
+      st.op = op;
+      st.form = plan.form;
+      st.dims = plan.dimKinds;
+      st.interchanged = plan.interchanged;
+      std::string tup = tuple(name, plan);
+      st.domain = plan.groups.empty() ? normalizeSet("{ " + name + "[] }") : domainOf(name, plan, ps);
+      // Recovery lists the original iterators in loop order (the order of the coalesced groups).
+      std::string ra = "{ " + tup + " -> [";
+      size_t n = 0;
+      for (const auto &g : plan.groups)
+        for (const auto &ix : g) {
+          st.iterators.push_back(ix);
+          ra += (n++ ? ", " : "") + rec.at(ix);
+        }
+      st.recovery = islStr(isl::multi_aff(islCtx(), ra + "] }"));
+      st.write = accessMap(tup, ps.stmt.lhs, rec);
+      std::vector<const Access *> reads;
+      collectAccesses(ps.stmt.rhs, reads);
+      for (const Access *a : reads) st.reads.push_back(accessMap(tup, *a, rec));
+      st.body = printExpr(ps.stmt.rhs);
+      st.loc = ps.loc;
+      s.statements.push_back(st);
+    }
+    s.provenance = p.provenance;
+    s.provenance.push_back(currentStage("polyk-flatten"));
+    return s;
+  }
+};
+
+} // namespace
+
+Scop flatten(const Program &program) { return Builder(program).run(); }
+
+} // namespace polyk

@@ -1,0 +1,24 @@
+// polyk-bind (Panamera §4.2, §5.3): maps each kernel's tile loops to blocks and its point loops to
+// threads, the reduced dims to the inner x of the grid so one reduction spans several blocks,
+// keeps fused temporaries in registers, and computes the launch configuration. Decisions are
+// recorded as schedule-tree marks (`kernel_k`, `blocks_y_x`, `threads_x_y`, `reduction`) and in
+// the `kernels:` list; applyMapping turns the marks into isl filters on block / thread ids.
+#pragma once
+
+#include "polyk/Scop.h"
+
+#include <isl/cpp.h>
+
+namespace polyk {
+
+struct BindOptions {
+  std::string sizes; // overrides the block sizes of the schedule file (PPCG form)
+};
+
+Scop bind(const Scop &scheduled, const BindOptions &options);
+
+/// The bound tree with each `blocks:` / `threads:` band fixed to the parameters b_x, b_y, t_x,
+/// t_y by a filter below it, and the parameter ranges in a context node under each kernel mark.
+isl::schedule applyMapping(const isl::schedule &bound, const std::vector<KernelConfig> &kernels);
+
+} // namespace polyk

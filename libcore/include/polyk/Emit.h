@@ -1,0 +1,31 @@
+// polyk-emit (Panamera §5): CUDA from isl's AST of the bound schedule. A reduction becomes
+// per-thread partials (Part 1), a block reduction (Part 2, CUB's BlockReduce by default) and one
+// atomic per block into the output (Part 3), all in one kernel; a host launcher runs the kernels
+// in order. `--target=c` prints sequential C of the same schedule and `--reference` the
+// sequential C of the original program; `--harness` adds a main() that checks one against the
+// other (C) or the CUDA code against the reference on random data and times it (CUDA).
+#pragma once
+
+#include "polyk/Scop.h"
+
+#include <string>
+
+namespace polyk {
+
+struct EmitOptions {
+  enum class Target { Cuda, C } target = Target::Cuda;
+  bool harness = false;
+  bool referenceOnly = false;
+  std::string blockReduce = "cub"; // cub | shfl (own warp shuffles)
+  int repetitions = 100;           // timed runs of the CUDA harness
+  std::string sourceName;          // name of the .cu written, for kernel/1
+};
+
+struct EmitResult {
+  std::string code;
+  Scop kernelInfo; // kernel/1: the bound program plus the launcher's signature
+};
+
+EmitResult emit(const Scop &bound, const EmitOptions &options);
+
+} // namespace polyk

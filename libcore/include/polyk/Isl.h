@@ -1,0 +1,48 @@
+// Small helpers around isl's C++ bindings: the one context polyk uses, checked parsing of isl
+// text with a position in the YAML file for errors (isl's own messages carry none), block-style
+// printing of schedule trees, and C text of isl expressions.
+#pragma once
+
+#include "polyk/Diagnostics.h"
+
+#include <isl/cpp.h>
+#include <sstream>
+#include <string>
+
+namespace polyk {
+
+/// isl's text of any isl object.
+template <class T> std::string islStr(const T &obj) {
+  std::ostringstream os;
+  os << obj;
+  return os.str();
+}
+
+enum class IslKind { Set, UnionSet, Map, UnionMap, MultiAff, Schedule };
+
+/// The process-wide isl context (errors become isl::exception, nothing printed by isl).
+isl::ctx islCtx();
+
+/// Throws InputError at `loc` when `text` does not parse as `kind`.
+void checkIslText(const std::string &text, IslKind kind, const SourceLoc &loc);
+
+/// Parse and print back: isl's normal form, used for deterministic output.
+std::string normalizeSet(const std::string &text);
+std::string normalizeMap(const std::string &text);
+
+isl::schedule readIslSchedule(const std::string &text);
+/// A schedule tree in isl's block YAML style.
+std::string printScheduleBlock(const isl::schedule &s);
+
+/// Gaps of the C++ bindings of isl 0.25, filled from the C API.
+isl::union_set nodeDomain(const isl::schedule_node &node);
+isl::space bandSpace(const isl::schedule_node &band);
+long long pointCoordinate(const isl::point &pt, int pos);
+bool mapInvolvesInputDim(const isl::map &m, unsigned dim);
+std::string markName(const isl::schedule_node &mark);
+isl::schedule_node deleteNode(const isl::schedule_node &node);
+
+/// C expression text of an isl AST expression.
+std::string astExprToC(const isl::ast_expr &e);
+
+} // namespace polyk

@@ -1,0 +1,73 @@
+// program/1: a tensor program as the user writes it (DESIGN.md, "The input language"). The reader
+// checks it completely (names, shapes, index extents, reductions) so later stages can rely on it.
+#pragma once
+
+#include "polyk/Expr.h"
+#include "polyk/Types.h"
+#include "polyk/YamlIO.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace polyk {
+
+enum class Role { Input, Output, Temporary };
+const char *roleName(Role r);
+
+/// One extent of a shape: a number, or a parameter name with the value `params` gives it.
+struct Extent {
+  std::string param; // empty for a literal
+  long long value = 0;
+  std::string str() const { return param.empty() ? std::to_string(value) : param; }
+};
+
+struct TensorDecl {
+  std::string name;
+  DType type = DType::F32;
+  std::vector<Extent> shape;
+  Role role = Role::Input;
+  SourceLoc loc;
+
+  long long elements() const {
+    long long n = 1;
+    for (const auto &e : shape) n *= e.value;
+    return n;
+  }
+};
+
+struct ProgramStatement {
+  std::string text;
+  SourceLoc loc;              // of the statement's first character
+  Statement stmt;
+  /// Loop order: the indices of the right-hand access with most indices, then the others.
+  std::vector<std::string> iterators;
+  std::vector<Extent> extents; // per iterator
+  std::vector<bool> reduced;   // per iterator: not on the left of a reduction
+};
+
+struct Program {
+  std::string name;
+  std::vector<std::pair<std::string, long long>> params;
+  std::vector<TensorDecl> tensors;
+  std::vector<ProgramStatement> statements;
+  Provenance provenance;
+
+  const TensorDecl *tensor(const std::string &n) const;
+};
+
+/// Checks one statement against `p`'s tensors and derives its loop nest (iterators, extents,
+/// reduced dims); throws InputError at `ps.loc`.
+void analyseStatement(ProgramStatement &ps, const Program &p);
+
+Program readProgram(const std::string &text, const std::string &file);
+std::string writeProgram(const Program &p);
+
+/// Reads a `tensors:` mapping (shared by program/1 and the later kinds that copy it).
+std::vector<TensorDecl> readTensors(const YamlDoc &doc, const YAML::Node &node,
+                                    const std::vector<std::pair<std::string, long long>> &params);
+void writeTensors(YAML::Emitter &out, const std::vector<TensorDecl> &tensors);
+std::vector<std::pair<std::string, long long>> readParams(const YamlDoc &doc);
+void writeParams(YAML::Emitter &out, const std::vector<std::pair<std::string, long long>> &params);
+
+} // namespace polyk

@@ -1,0 +1,50 @@
+// polyk-schedule (Panamera §4.1-4.2): flow dependences from isl, the isl scheduler with outer
+// parallelism (so a y-reduce comes out as an x-reduce), fusion of producers into reductions,
+// tiling of each kernel's band with given or default sizes, reduction dependences relaxed and
+// reduction statements marked. Sizes take PPCG's form:
+//   { kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8] }
+// one entry per band member, outermost first, for tile sizes and threads per block alike.
+#pragma once
+
+#include "polyk/Scop.h"
+
+#include <isl/cpp.h>
+
+#include <map>
+#include <vector>
+
+namespace polyk {
+
+struct KernelSizes {
+  std::vector<long long> tile;
+  std::vector<long long> block;
+};
+
+struct ScheduleOptions {
+  std::string sizes; // isl union map text; kernels it does not name get the defaults
+};
+
+/// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.
+Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes = nullptr);
+
+/// Parses a sizes map; throws UsageError with a clear message when it is not one.
+std::map<int, KernelSizes> parseSizes(const std::string &text);
+std::string printSizes(const std::map<int, KernelSizes> &sizes);
+
+/// The shape of one kernel's outermost band, as the default-size rule sees it.
+struct BandShape {
+  Form form = Form::Elementwise;
+  std::vector<long long> extent;   // per band member
+  std::vector<bool> reduced;       // per band member
+  int contiguous = -1;             // member whose unit step reads consecutive addresses
+};
+
+/// Analyses a kernel's band (tiled or not) for the reduction statement it holds.
+BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band);
+/// For each member of `band`, the dim of statement `stmt` it depends on (-1: none or several).
+std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::string &stmt);
+
+/// The analytical rule for default tile and block sizes (documented in docs/sizes.md).
+KernelSizes defaultSizes(const BandShape &band);
+
+} // namespace polyk

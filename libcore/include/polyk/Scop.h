@@ -1,0 +1,82 @@
+// The polyhedral model of a program and what the later stages add to it. One structure serves the
+// file kinds scop/1 (written by flatten), schedule/1 (+ schedule tree, sizes, dependences),
+// bound/1 (+ the mapped tree and launch configurations) and kernel/1 (what emit produced); each
+// kind has its own reader and writer below, which check the sections that kind must have.
+// isl objects are kept as isl text.
+#pragma once
+
+#include "polyk/Program.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace polyk {
+
+enum class StmtKind { Assign, Reduce, Init };
+/// Panamera Fig. 3: the canonical forms after coalescing; Elementwise for statements that are not
+/// reductions and were not propagated into one.
+enum class Form { Elementwise, AllReduce, XReduce, YReduce };
+const char *formName(Form f);
+
+struct ScopStatement {
+  std::string name;      // domain tuple name: S0, S1, S1_init
+  StmtKind kind = StmtKind::Assign;
+  std::string source;    // the program statement it comes from
+  std::optional<ReduceOp> op;
+  std::string reduction; // Init: the reduction statement it initialises
+  Form form = Form::Elementwise;
+  std::vector<std::string> dims;      // per coalesced dim: "parallel" or "reduced"
+  std::vector<std::string> iterators; // original index names, in the order of `recovery`
+  std::string domain;    // isl set over the coalesced dims
+  std::string recovery;  // isl multi_aff: coalesced dims -> original iterators (Formula 1)
+  std::string write;     // isl map
+  std::vector<std::string> reads; // isl maps, one per access of `body`, in order
+  std::string body;      // right-hand side in the input syntax, over the original iterators
+  bool interchanged = false;      // interleaved parallel / reduced dims were reordered
+  SourceLoc loc;         // in the file it was read from (not written)
+};
+
+/// One kernel of the bound program: a child of the schedule tree's top-level sequence.
+struct KernelConfig {
+  std::string name;
+  std::vector<std::string> statements;
+  std::array<std::string, 3> grid{"1", "1", "1"}; // C expressions of the parameters
+  std::array<int, 3> block{1, 1, 1};
+  std::string reduceAxis = "none";       // thread axis of the block reduction: none, x, y
+  std::vector<std::string> promoted;     // temporaries kept in registers
+};
+
+struct Scop {
+  std::string kind = "scop"; // of the file it was read from
+  std::string name;
+  std::vector<std::pair<std::string, long long>> params;
+  std::vector<TensorDecl> tensors;
+  std::vector<ScopStatement> statements;
+  // schedule/1
+  std::string schedule;       // isl schedule tree (block YAML text)
+  std::string sizes;          // isl union map: kernel[k] -> tile[..]; kernel[k] -> block[..]
+  std::string flow;           // isl union map: flow dependences
+  std::string reductionDeps;  // isl union map: the relaxed reduction dependences
+  // bound/1
+  std::vector<KernelConfig> kernels;
+  // kernel/1
+  std::string launcher;       // C signature of the host launcher
+  std::string source;         // file name of the CUDA source, if known
+  Provenance provenance;
+
+  const TensorDecl *tensor(const std::string &n) const;
+  const ScopStatement *statement(const std::string &n) const;
+};
+
+Scop readScop(const std::string &text, const std::string &file);
+std::string writeScop(const Scop &s);
+Scop readSchedule(const std::string &text, const std::string &file);
+std::string writeSchedule(const Scop &s);
+Scop readBound(const std::string &text, const std::string &file);
+std::string writeBound(const Scop &s);
+Scop readKernel(const std::string &text, const std::string &file);
+std::string writeKernel(const Scop &s);
+
+} // namespace polyk

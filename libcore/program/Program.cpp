@@ -1,0 +1,239 @@
+// Reader, checker and writer of program/1 (see Program.h).
+#include "polyk/Program.h"
+
+#include <set>
+
+namespace polyk {
+
+const char *roleName(Role r) {
+  switch (r) {
+  case Role::Input: return "input";
+  case Role::Output: return "output";
+  case Role::Temporary: return "temporary";
+  }
+  return "?";
+}
+
+const TensorDecl *Program::tensor(const std::string &n) const {
+  for (const auto &t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+static bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
+  return true;
+}
+
+std::vector<std::pair<std::string, long long>> readParams(const YamlDoc &doc) {
+  std::vector<std::pair<std::string, long long>> params;
+  YAML::Node p = doc.root["params"];
+  if (!p || p.IsNull()) return params;
+  if (!p.IsMap()) fail(doc.loc(p), "'params' must be a mapping from names to values");
+  for (const auto &kv : p) {
+    std::string name = doc.str(kv.first);
+    if (!isIdentifier(name)) fail(doc.valueLoc(kv.first), "bad parameter name '" + name + "'");
+    long long v = doc.integer(kv.second);
+    if (v < 1) fail(doc.valueLoc(kv.second), "parameter '" + name + "' must be positive");
+    params.push_back({name, v});
+  }
+  return params;
+}
+
+void writeParams(YAML::Emitter &out, const std::vector<std::pair<std::string, long long>> &params) {
+  out << YAML::Key << "params" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto &[n, v] : params) out << YAML::Key << n << YAML::Value << v;
+  out << YAML::EndMap;
+}
+
+std::vector<TensorDecl> readTensors(const YamlDoc &doc, const YAML::Node &node,
+                                    const std::vector<std::pair<std::string, long long>> &params) {
+  if (!node.IsMap()) fail(doc.loc(node), "'tensors' must be a mapping from names to declarations");
+  std::vector<TensorDecl> out;
+  for (const auto &kv : node) {
+    TensorDecl t;
+    t.name = doc.str(kv.first);
+    t.loc = doc.loc(kv.first);
+    if (!isIdentifier(t.name)) fail(doc.valueLoc(kv.first), "bad tensor name '" + t.name + "'");
+    for (const auto &o : out)
+      if (o.name == t.name) fail(t.loc, "tensor '" + t.name + "' declared twice");
+    const YAML::Node &d = kv.second;
+    YAML::Node type = doc.field(d, "type");
+    auto dt = parseDType(doc.str(type));
+    if (!dt) fail(doc.valueLoc(type), "unknown type '" + doc.str(type) + "' (expected bool, i32, i64, f16, bf16, f32 or f64)");
+    t.type = *dt;
+    YAML::Node shape = doc.field(d, "shape");
+    if (!shape.IsSequence()) fail(doc.loc(shape), "'shape' must be a list of extents");
+    for (const auto &e : shape) {
+      Extent ext;
+      std::string s = doc.str(e);
+      if (isIdentifier(s)) {
+        ext.param = s;
+        bool found = false;
+        for (const auto &[n, v] : params)
+          if (n == s) ext.value = v, found = true;
+        if (!found) fail(doc.valueLoc(e), "unknown parameter '" + s + "' in shape (declare it under 'params')");
+      } else {
+        ext.value = doc.integer(e);
+        if (ext.value < 1) fail(doc.valueLoc(e), "extents must be positive, found " + s);
+      }
+      t.shape.push_back(ext);
+    }
+    YAML::Node role = doc.field(d, "role");
+    std::string r = doc.str(role);
+    if (r == "input") t.role = Role::Input;
+    else if (r == "output") t.role = Role::Output;
+    else if (r == "temporary") t.role = Role::Temporary;
+    else fail(doc.valueLoc(role), "unknown role '" + r + "' (expected input, output or temporary)");
+    out.push_back(t);
+  }
+  return out;
+}
+
+void writeTensors(YAML::Emitter &out, const std::vector<TensorDecl> &tensors) {
+  out << YAML::Key << "tensors" << YAML::Value << YAML::BeginMap;
+  for (const auto &t : tensors) {
+    out << YAML::Key << t.name << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "type" << YAML::Value << dtypeName(t.type);
+    out << YAML::Key << "shape" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto &e : t.shape) out << e.str();
+    out << YAML::EndSeq;
+    out << YAML::Key << "role" << YAML::Value << roleName(t.role);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
+namespace {
+
+/// Checks one statement against the tensor table and derives its loop nest.
+void analyse(ProgramStatement &ps, const Program &p) {
+  const Statement &st = ps.stmt;
+  auto at = [&](int offset) { return ps.loc.shifted(offset); };
+
+  std::vector<const Access *> accesses{&st.lhs};
+  collectAccesses(st.rhs, accesses);
+  std::map<std::string, std::pair<Extent, int>> extentOf; // index -> extent, offset of first use
+  for (const Access *a : accesses) {
+    const TensorDecl *t = p.tensor(a->tensor);
+    if (!t) fail(at(a->offset), "unknown tensor '" + a->tensor + "'");
+    if (a->indices.size() != t->shape.size())
+      fail(at(a->offset), "tensor '" + a->tensor + "' has " + std::to_string(t->shape.size()) +
+                              " dimensions but is indexed with " + std::to_string(a->indices.size()));
+    std::set<std::string> seen;
+    for (size_t d = 0; d < a->indices.size(); ++d) {
+      const std::string &ix = a->indices[d];
+      if (!seen.insert(ix).second)
+        fail(at(a->indexOffsets[d]), "index '" + ix + "' used twice in one access (diagonals are not supported)");
+      if (p.tensor(ix)) fail(at(a->indexOffsets[d]), "index '" + ix + "' has the name of a tensor");
+      auto it = extentOf.find(ix);
+      if (it == extentOf.end()) {
+        extentOf[ix] = {t->shape[d], a->indexOffsets[d]};
+      } else if (it->second.first.value != t->shape[d].value) {
+        fail(at(a->indexOffsets[d]), "index '" + ix + "' used with two different extents (" +
+                                         it->second.first.str() + " and " + t->shape[d].str() + ")");
+      }
+    }
+  }
+
+  const TensorDecl *out = p.tensor(st.lhs.tensor);
+  if (out->role == Role::Input) fail(at(st.lhs.offset), "cannot assign to input tensor '" + out->name + "'");
+
+  std::set<std::string> lhsIndices(st.lhs.indices.begin(), st.lhs.indices.end());
+  // Loop order follows the right-hand access with most indices, so loops scan its layout.
+  const Access *driving = nullptr;
+  for (size_t i = 1; i < accesses.size(); ++i)
+    if (!driving || accesses[i]->indices.size() > driving->indices.size()) driving = accesses[i];
+  std::vector<std::string> order;
+  auto add = [&](const std::string &ix) {
+    if (std::find(order.begin(), order.end(), ix) == order.end()) order.push_back(ix);
+  };
+  if (driving)
+    for (const auto &ix : driving->indices) add(ix);
+  for (const Access *a : accesses)
+    for (const auto &ix : a->indices) add(ix);
+  // Output indices not in the driving access keep their place relative to each other.
+  ps.iterators = order;
+  for (const auto &ix : order) {
+    ps.extents.push_back(extentOf[ix].first);
+    ps.reduced.push_back(!lhsIndices.count(ix));
+  }
+
+  bool anyReduced = std::count(ps.reduced.begin(), ps.reduced.end(), true) > 0;
+  if (st.assignOp == "=") {
+    for (size_t i = 0; i < order.size(); ++i)
+      if (ps.reduced[i])
+        fail(at(extentOf[order[i]].second),
+             "index '" + order[i] + "' appears only on the right of '='; use a reduction such as '+=!'");
+  } else {
+    if (!st.freshlyInitialised)
+      fail(at(st.lhs.offset), "reductions into the current value ('" + st.assignOp +
+                                  "' without '!') are not supported yet; write '" + st.assignOp + "!'");
+    if (!anyReduced)
+      fail(at(st.lhs.offset), "reduction '" + st.assignOp + "!' has no reduced index: every index on the right also appears on the left");
+  }
+}
+
+} // namespace
+
+void analyseStatement(ProgramStatement &ps, const Program &p) { analyse(ps, p); }
+
+Program readProgram(const std::string &text, const std::string &file) {
+  YamlDoc doc = parseYaml(text, file);
+  expectKind(doc, "program", 1);
+  Program p;
+  p.name = doc.str(doc.field(doc.root, "name"));
+  if (!isIdentifier(p.name)) fail(doc.valueLoc(doc.root["name"]), "program name must be an identifier");
+  p.params = readParams(doc);
+  p.tensors = readTensors(doc, doc.field(doc.root, "tensors"), p.params);
+  YAML::Node stmts = doc.field(doc.root, "statements");
+  if (!stmts.IsSequence() || stmts.size() == 0) fail(doc.loc(stmts), "'statements' must be a non-empty list");
+  for (const auto &s : stmts) {
+    ProgramStatement ps;
+    ps.text = doc.str(s);
+    ps.loc = doc.valueLoc(s);
+    try {
+      ps.stmt = parseStatement(ps.text);
+    } catch (const ParseError &e) {
+      fail(ps.loc.shifted(e.offset), e.message);
+    }
+    analyse(ps, p);
+    p.statements.push_back(std::move(ps));
+  }
+  // Each written tensor is written by one statement; temporaries are written before they are read.
+  std::set<std::string> written;
+  for (const auto &ps : p.statements) {
+    std::vector<const Access *> reads;
+    collectAccesses(ps.stmt.rhs, reads);
+    for (const Access *a : reads) {
+      const TensorDecl *t = p.tensor(a->tensor);
+      if (t->role != Role::Input && !written.count(a->tensor))
+        fail(ps.loc.shifted(a->offset), "tensor '" + a->tensor + "' is read before any statement writes it");
+    }
+    if (!written.insert(ps.stmt.lhs.tensor).second)
+      fail(ps.loc.shifted(ps.stmt.lhs.offset), "tensor '" + ps.stmt.lhs.tensor + "' is written by two statements");
+  }
+  for (const auto &t : p.tensors)
+    if (t.role == Role::Output && !written.count(t.name)) fail(t.loc, "output tensor '" + t.name + "' is never written");
+  p.provenance = readProvenance(doc);
+  return p;
+}
+
+std::string writeProgram(const Program &p) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "polyk" << YAML::Value << "program/1";
+  out << YAML::Key << "name" << YAML::Value << p.name;
+  writeParams(out, p.params);
+  writeTensors(out, p.tensors);
+  out << YAML::Key << "statements" << YAML::Value << YAML::BeginSeq;
+  for (const auto &s : p.statements) emitQuoted(out, s.text);
+  out << YAML::EndSeq;
+  if (!p.provenance.empty()) writeProvenance(out, p.provenance);
+  out << YAML::EndMap;
+  return finish(out);
+}
+
+} // namespace polyk

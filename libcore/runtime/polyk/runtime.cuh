@@ -1,0 +1,633 @@
+// polyk/runtime.cuh -- device runtime included by every kernel that polyk
+// generates.  It provides the pieces of the Panamera reduction scheme (§5) that
+// are independent of the polyhedral schedule: the reduction operators
+// (OpSum/OpProd/OpMax/OpMin/OpAnd/OpOr with apply()/identity()), Part 2 -- the
+// intra-block reductions along threadIdx.x, along threadIdx.y, or over the whole
+// block (CUB or an own warp-shuffle + shared-memory implementation) --, and
+// Part 3 -- the "Atomic_Return" of a block's partial result to global memory,
+// atomic_combine<Op,T>, available for every dtype/op pair (bool, int32_t,
+// int64_t, __half, __nv_bfloat16, float, double x the six ops), using native
+// atomics where the hardware has them and compare-and-swap loops otherwise.  It
+// also offers ordered_combine, a deterministic (fixed combination order,
+// bit-reproducible) alternative to the atomic return.
+//
+// Semantics shared by host and device (so a CPU reference computed with
+// Op::apply matches the GPU bit for bit where the op is exact):
+//  * integer Sum/Prod wrap modulo 2^bits (computed in the unsigned type);
+//  * And/Or on non-bool types are *logical*: the result is 0 or 1;
+//  * bool: Sum == Or, Prod == And, Max == Or, Min == And;
+//  * float/double/half/bf16 Max/Min treat NaN as missing data (C99 fmax/fmin:
+//    max(NaN, x) == x, NaN only if both are NaN) and order -0.0 < +0.0, which
+//    makes them commutative and associative, so the atomic and the block
+//    versions are order independent.  polyk/host.h has polyk_fmaxf & co with
+//    the same semantics for C host code.  (Do not compile with flush-to-zero if
+//    subnormals must compare exactly.)
+//  * __half / __nv_bfloat16 arithmetic goes through float and rounds once to
+//    nearest even (the native atomicAdd rounds the exact sum instead; both
+//    agree except for rare double-rounding cases).
+//  * identities: Sum 0, Prod 1, Max lowest / -inf, Min max / +inf, And 1, Or 0.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#ifdef POLYK_BLOCK_REDUCE_CUB
+#include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#endif
+
+#define POLYK_HD __host__ __device__ __forceinline__
+
+namespace polyk {
+
+struct OpSum;
+struct OpProd;
+struct OpMax;
+struct OpMin;
+struct OpAnd;
+struct OpOr;
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, __half>;
+template <class T>
+inline constexpr bool is_bf16_v = std::is_same_v<T, __nv_bfloat16>;
+template <class T>
+inline constexpr bool is_f16_v = is_half_v<T> || is_bf16_v<T>;
+template <class T>
+inline constexpr bool is_bool_v = std::is_same_v<T, bool>;
+template <class T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !is_bool_v<T>;
+
+template <int N> struct uint_of;
+template <> struct uint_of<1> { using type = unsigned char; };
+template <> struct uint_of<2> { using type = unsigned short; };
+template <> struct uint_of<4> { using type = unsigned int; };
+template <> struct uint_of<8> { using type = unsigned long long; };
+template <class T> using uint_of_t = typename uint_of<sizeof(T)>::type;
+
+template <class To, class From>
+POLYK_HD To bit_cast(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast size mismatch");
+  To t;
+  memcpy(&t, &f, sizeof(To));
+  return t;
+}
+
+template <class T>
+POLYK_HD float f16_to_float(T x) {
+  if constexpr (is_half_v<T>) return __half2float(x);
+  else return __bfloat162float(x);
+}
+template <class T>
+POLYK_HD T float_to_f16(float f) {
+  if constexpr (is_half_v<T>) return __float2half_rn(f);
+  else return __float2bfloat16_rn(f);
+}
+template <class T>
+POLYK_HD T f16_from_bits(unsigned short b) { return bit_cast<T>(b); }
+
+template <class F> POLYK_HD bool is_nan(F x) { return x != x; }
+template <class F> POLYK_HD bool sign_bit(F x) {
+  if constexpr (sizeof(F) == 4) return (bit_cast<uint32_t>(x) >> 31) != 0;
+  else return (bit_cast<uint64_t>(x) >> 63) != 0;
+}
+// true if max(a, b) is a (NaN = missing, -0 < +0).
+template <class F> POLYK_HD bool max_picks_a(F a, F b) {
+  if (a > b || is_nan(b)) return true;
+  if (b > a || is_nan(a)) return false;
+  return !sign_bit(a);  // equal: prefer +0
+}
+// true if min(a, b) is a (NaN = missing, -0 < +0).
+template <class F> POLYK_HD bool min_picks_a(F a, F b) {
+  if (a < b || is_nan(b)) return true;
+  if (b < a || is_nan(a)) return false;
+  return sign_bit(a);  // equal: prefer -0
+}
+
+// Arithmetic type used for integer wrap-around (never narrower than unsigned).
+template <class T>
+using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
+                                  std::make_unsigned_t<T>>;
+
+template <class T> POLYK_HD T int_max() {
+  if constexpr (std::is_signed_v<T>) return T(std::make_unsigned_t<T>(~std::make_unsigned_t<T>(0)) >> 1);
+  else return T(~T(0));
+}
+template <class T> POLYK_HD T int_lowest() {
+  if constexpr (std::is_signed_v<T>) return T(-int_max<T>() - T(1));
+  else return T(0);
+}
+
+template <class T> POLYK_HD bool truthy(T x) {
+  if constexpr (is_f16_v<T>) return f16_to_float(x) != 0.0f;
+  else return x != T(0);
+}
+template <class T> POLYK_HD T from_truth(bool b) {
+  if constexpr (is_f16_v<T>) return float_to_f16<T>(b ? 1.0f : 0.0f);
+  else return b ? T(1) : T(0);
+}
+
+// 0: not a bool-like op, 1: or-like on bool, 2: and-like on bool
+template <class Op> inline constexpr int bool_kind =
+    (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpOr>) ? 1
+  : (std::is_same_v<Op, OpProd> || std::is_same_v<Op, OpMin> || std::is_same_v<Op, OpAnd>) ? 2
+  : 0;
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Reduction operators
+// ---------------------------------------------------------------------------
+struct OpSum {
+  template <class T> POLYK_HD static T apply(T a, T b) {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return a || b;
+    else if constexpr (is_f16_v<T>) return float_to_f16<T>(f16_to_float(a) + f16_to_float(b));
+    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(b));
+    else return a + b;
+  }
+  template <class T> POLYK_HD static T identity() {
+    using namespace detail;
+    if constexpr (is_f16_v<T>) return f16_from_bits<T>(0);
+    else return T(0);
+  }
+};
+
+struct OpProd {
+  template <class T> POLYK_HD static T apply(T a, T b) {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return a && b;
+    else if constexpr (is_f16_v<T>) return float_to_f16<T>(f16_to_float(a) * f16_to_float(b));
+    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
+    else return a * b;
+  }
+  template <class T> POLYK_HD static T identity() {
+    using namespace detail;
+    if constexpr (is_half_v<T>) return f16_from_bits<T>(0x3C00);
+    else if constexpr (is_bf16_v<T>) return f16_from_bits<T>(0x3F80);
+    else return T(1);
+  }
+};
+
+struct OpMax {
+  template <class T> POLYK_HD static T apply(T a, T b) {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return a || b;
+    else if constexpr (is_f16_v<T>) return max_picks_a(f16_to_float(a), f16_to_float(b)) ? a : b;
+    else if constexpr (std::is_floating_point_v<T>) return max_picks_a(a, b) ? a : b;
+    else return a < b ? b : a;
+  }
+  template <class T> POLYK_HD static T identity() {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return false;
+    else if constexpr (is_half_v<T>) return f16_from_bits<T>(0xFC00);
+    else if constexpr (is_bf16_v<T>) return f16_from_bits<T>(0xFF80);
+    else if constexpr (std::is_same_v<T, float>) return bit_cast<float>(0xFF800000u);
+    else if constexpr (std::is_same_v<T, double>) return bit_cast<double>(0xFFF0000000000000ull);
+    else return int_lowest<T>();
+  }
+};
+
+struct OpMin {
+  template <class T> POLYK_HD static T apply(T a, T b) {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return a && b;
+    else if constexpr (is_f16_v<T>) return min_picks_a(f16_to_float(a), f16_to_float(b)) ? a : b;
+    else if constexpr (std::is_floating_point_v<T>) return min_picks_a(a, b) ? a : b;
+    else return b < a ? b : a;
+  }
+  template <class T> POLYK_HD static T identity() {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return true;
+    else if constexpr (is_half_v<T>) return f16_from_bits<T>(0x7C00);
+    else if constexpr (is_bf16_v<T>) return f16_from_bits<T>(0x7F80);
+    else if constexpr (std::is_same_v<T, float>) return bit_cast<float>(0x7F800000u);
+    else if constexpr (std::is_same_v<T, double>) return bit_cast<double>(0x7FF0000000000000ull);
+    else return int_max<T>();
+  }
+};
+
+struct OpAnd {
+  template <class T> POLYK_HD static T apply(T a, T b) {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return a && b;
+    else return from_truth<T>(truthy(a) && truthy(b));
+  }
+  template <class T> POLYK_HD static T identity() { return detail::from_truth<T>(true); }
+};
+
+struct OpOr {
+  template <class T> POLYK_HD static T apply(T a, T b) {
+    using namespace detail;
+    if constexpr (is_bool_v<T>) return a || b;
+    else return from_truth<T>(truthy(a) || truthy(b));
+  }
+  template <class T> POLYK_HD static T identity() { return detail::from_truth<T>(false); }
+};
+
+// ---------------------------------------------------------------------------
+// Part 3: atomic return
+// ---------------------------------------------------------------------------
+namespace detail {
+
+// CAS loop on the value's own bit pattern (sizeof(T) in {2 (sm_70+), 4, 8}).
+template <class Op, class T>
+__device__ __forceinline__ void cas_combine(T* addr, T val) {
+  using U = uint_of_t<T>;
+  U* p = reinterpret_cast<U*>(addr);
+  U old = *reinterpret_cast<volatile U*>(p);
+  while (true) {
+    const U nv = bit_cast<U>(Op::apply(bit_cast<T>(old), val));
+    if (nv == old) return;  // no change: linearizes at the read
+    const U prev = atomicCAS(p, old, nv);
+    if (prev == old) return;
+    old = prev;
+  }
+}
+
+// CAS loop on the aligned 32-bit word containing a 1- or 2-byte value
+// (little endian; the containing word must be addressable, which holds for any
+// cudaMalloc / shared allocation).
+template <class Op, class T>
+__device__ __forceinline__ void subword_cas_combine(T* addr, T val) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2, "subword only");
+  using S = uint_of_t<T>;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  unsigned int* w = reinterpret_cast<unsigned int*>(a & ~uintptr_t(3));
+  const unsigned shift = unsigned(a & 3u) * 8u;
+  constexpr unsigned M = sizeof(T) == 1 ? 0xFFu : 0xFFFFu;
+  unsigned old = *reinterpret_cast<volatile unsigned*>(w);
+  while (true) {
+    const T cur = bit_cast<T>(S((old >> shift) & M));
+    const unsigned nb = unsigned(bit_cast<S>(Op::apply(cur, val)));
+    const unsigned nw = (old & ~(M << shift)) | (nb << shift);
+    if (nw == old) return;
+    const unsigned prev = atomicCAS(w, old, nw);
+    if (prev == old) return;
+    old = prev;
+  }
+}
+
+// Stores `target` unless the location already holds it (used for logical
+// And/Or where the result does not depend on the old value).
+template <class T>
+__device__ __forceinline__ void exch_if_different(T* addr, T target) {
+  using U = uint_of_t<T>;
+  U* p = reinterpret_cast<U*>(addr);
+  const U t = bit_cast<U>(target);
+  if (*reinterpret_cast<volatile U*>(p) == t) return;
+  atomicExch(p, t);
+}
+
+}  // namespace detail
+
+// *addr = Op::apply(*addr, val), atomically.  All 7 types x 6 ops.
+template <class Op, class T>
+__device__ __forceinline__ void atomic_combine(T* addr, T val) {
+  using namespace detail;
+  if constexpr (is_bool_v<T>) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    unsigned int* w = reinterpret_cast<unsigned int*>(a & ~uintptr_t(3));
+    const unsigned shift = unsigned(a & 3u) * 8u;
+    if constexpr (bool_kind<Op> == 1) {
+      if (val) atomicOr(w, 1u << shift);
+    } else if constexpr (bool_kind<Op> == 2) {
+      if (!val) atomicAnd(w, ~(0xFFu << shift));
+    } else {
+      subword_cas_combine<Op>(addr, val);
+    }
+  } else if constexpr ((std::is_same_v<Op, OpAnd> || std::is_same_v<Op, OpOr>) &&
+                       sizeof(T) >= 4) {
+    // logical and/or: the result is fixed when val decides it
+    constexpr bool is_or = std::is_same_v<Op, OpOr>;
+    if (truthy(val) == is_or) exch_if_different(addr, from_truth<T>(is_or));
+    else cas_combine<Op>(addr, val);  // only normalises 5 -> 1; usually no write
+  } else if constexpr (std::is_same_v<Op, OpSum> && !is_f16_v<T>) {
+    if constexpr (is_int_v<T> && sizeof(T) == 4)
+      atomicAdd(reinterpret_cast<unsigned int*>(addr), unsigned(val));
+    else if constexpr (is_int_v<T> && sizeof(T) == 8)
+      atomicAdd(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)(val));
+    else if constexpr (std::is_same_v<T, float>)
+      atomicAdd(addr, val);
+    else if constexpr (std::is_same_v<T, double>) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
+      cas_combine<Op>(addr, val);
+#else
+      atomicAdd(addr, val);
+#endif
+    } else {
+      cas_combine<Op>(addr, val);
+    }
+  } else if constexpr (std::is_same_v<Op, OpSum> && is_f16_v<T>) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+    subword_cas_combine<Op>(addr, val);
+#else
+    atomicAdd(addr, val);
+#endif
+  } else if constexpr ((std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpMin>) &&
+                       is_int_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)) {
+    using S = std::conditional_t<sizeof(T) == 4,
+                                 std::conditional_t<std::is_signed_v<T>, int, unsigned int>,
+                                 std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>>;
+    if constexpr (std::is_same_v<Op, OpMax>) atomicMax(reinterpret_cast<S*>(addr), S(val));
+    else atomicMin(reinterpret_cast<S*>(addr), S(val));
+  } else if constexpr (sizeof(T) == 2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+    subword_cas_combine<Op>(addr, val);
+#else
+    cas_combine<Op>(addr, val);
+#endif
+  } else if constexpr (sizeof(T) == 1) {
+    subword_cas_combine<Op>(addr, val);
+  } else {
+    cas_combine<Op>(addr, val);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Part 2: block reductions (own warp-shuffle + shared-memory implementation)
+// ---------------------------------------------------------------------------
+namespace detail {
+
+__host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
+
+__device__ __forceinline__ unsigned lanes_below(int n) {  // n in [0, 32]
+  return n >= 32 ? 0xFFFFFFFFu : ((1u << n) - 1u);
+}
+
+template <class T>
+__device__ __forceinline__ T shfl_down(unsigned mask, T v, int d) {
+  if constexpr (sizeof(T) == 8) {
+    return bit_cast<T>(__shfl_down_sync(mask, bit_cast<unsigned long long>(v), d));
+  } else if constexpr (sizeof(T) == 4) {
+    return bit_cast<T>(__shfl_down_sync(mask, bit_cast<unsigned int>(v), d));
+  } else if constexpr (sizeof(T) == 2) {
+    const unsigned u = __shfl_down_sync(mask, unsigned(bit_cast<unsigned short>(v)), d);
+    return bit_cast<T>((unsigned short)u);
+  } else {
+    static_assert(sizeof(T) == 1, "polyk: shuffle of types of 1, 2, 4 or 8 bytes only");
+    const unsigned u = __shfl_down_sync(mask, unsigned(bit_cast<unsigned char>(v)), d);
+    return bit_cast<T>((unsigned char)u);
+  }
+}
+
+// Bit pattern with bits 0, S, 2S, ... (< 32).
+__host__ __device__ constexpr unsigned stride_pattern(int S) {
+  unsigned p = 0;
+  for (int i = 0; i < 32; i += S) p |= 1u << i;
+  return p;
+}
+
+// Segmented warp reduction: lane l reduces lanes l, l+S, l+2S, ... < seg_end
+// (lane numbers within the warp; seg_end may differ between lanes).  The
+// result is valid in the first lane of each segment.  MAXLEN bounds the number
+// of elements of a segment.  All lanes in `mask` must call it.
+template <class Op, class T, int S, int MAXLEN>
+__device__ __forceinline__ T warp_seg_reduce(T v, unsigned mask, int lane, int seg_end) {
+  if constexpr (MAXLEN <= 1) {
+    return v;
+  } else if constexpr (is_bool_v<T> && bool_kind<Op> != 0) {
+    const unsigned b = __ballot_sync(mask, v);
+    const unsigned m = (stride_pattern(S) << lane) & lanes_below(seg_end);
+    if constexpr (bool_kind<Op> == 1) return (b & m) != 0u;
+    else return (b & m) == m;
+  } else {
+#pragma unroll
+    for (int k = 1; k < MAXLEN; k <<= 1) {
+      const T o = shfl_down(mask, v, k * S);
+      if (lane + k * S < seg_end) v = Op::apply(v, o);
+    }
+    return v;
+  }
+}
+
+// Static shared scratch of N elements of T (raw storage: __half etc. have
+// constructors, which __shared__ variables may not run).
+template <class T, int N>
+struct SmemArray {
+  alignas(16) unsigned char raw[N * sizeof(T)];
+  __device__ __forceinline__ T& operator[](int i) { return reinterpret_cast<T*>(raw)[i]; }
+};
+
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T shfl_block_reduce_all(T v) {
+  constexpr int N = BX * BY;
+  static_assert(BX >= 1 && BY >= 1 && N <= 1024, "polyk: bad block shape");
+  constexpr int W = (N + 31) / 32;
+  const int tid = int(threadIdx.x) + int(threadIdx.y) * BX;
+  const int lane = tid & 31, warp = tid >> 5;
+  const int wn = cmin(32, N - warp * 32);
+  v = warp_seg_reduce<Op, T, 1, cmin(32, N)>(v, lanes_below(wn), lane, wn);
+  if constexpr (W == 1) {
+    return v;
+  } else {
+    __shared__ SmemArray<T, W> sm;
+    if (lane == 0) sm[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+      if (lane < W) v = sm[lane];
+      v = warp_seg_reduce<Op, T, 1, W>(v, 0xFFFFFFFFu, lane, W);
+    }
+    __syncthreads();  // sm may be reused by the next call
+    return v;
+  }
+}
+
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T shfl_block_reduce_x(T v) {
+  constexpr int N = BX * BY;
+  static_assert(BX >= 1 && BY >= 1 && N <= 1024, "polyk: bad block shape");
+  if constexpr (BX == 1) {
+    return v;
+  } else if constexpr (BY == 1) {
+    return shfl_block_reduce_all<Op, T, BX, 1>(v);
+  } else {
+    const int x = int(threadIdx.x), y = int(threadIdx.y);
+    const int tid = x + y * BX;
+    const int lane = tid & 31, warp = tid >> 5;
+    const int wn = cmin(32, N - warp * 32);
+    const int row_start = y * BX, row_end = row_start + BX;
+    const int seg_end = cmin(wn, row_end - warp * 32);
+    v = warp_seg_reduce<Op, T, 1, cmin(BX, 32)>(v, lanes_below(wn), lane, seg_end);
+    if constexpr (32 % BX == 0) {
+      return v;  // rows never straddle warps
+    } else {
+      constexpr int SEGS = (BX - 1) / 32 + 2;  // max warps touched by one row
+      __shared__ SmemArray<T, BY * SEGS> sm;
+      const int first_warp = row_start >> 5;
+      if (x == 0 || lane == 0) sm[y * SEGS + (warp - first_warp)] = v;
+      __syncthreads();
+      if (x == 0) {
+        const int nseg = ((row_end - 1) >> 5) - first_warp + 1;
+#pragma unroll
+        for (int k = 1; k < SEGS; ++k)
+          if (k < nseg) v = Op::apply(v, sm[y * SEGS + k]);
+      }
+      __syncthreads();
+      return v;
+    }
+  }
+}
+
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T shfl_block_reduce_y(T v) {
+  constexpr int N = BX * BY;
+  static_assert(BX >= 1 && BY >= 1 && N <= 1024, "polyk: bad block shape");
+  if constexpr (BY == 1) {
+    return v;
+  } else if constexpr (BX == 1) {
+    return shfl_block_reduce_all<Op, T, 1, BY>(v);
+  } else if constexpr (BX < 32) {
+    constexpr int W = (N + 31) / 32;
+    const int x = int(threadIdx.x), y = int(threadIdx.y);
+    const int tid = x + y * BX;
+    const int lane = tid & 31, warp = tid >> 5;
+    const int wn = cmin(32, N - warp * 32);
+    // column x inside a warp: lanes l0, l0+BX, ...; head l0 < BX
+    v = warp_seg_reduce<Op, T, BX, (32 + BX - 1) / BX>(v, lanes_below(wn), lane, wn);
+    if constexpr (W == 1) {
+      return v;
+    } else {
+      __shared__ SmemArray<T, W * BX> sm;
+      if (lane < BX) sm[warp * BX + x] = v;  // lane < wn holds: the thread exists
+      __syncthreads();
+      if (y == 0) {  // tid == x < 32: warp 0, head of column x
+#pragma unroll
+        for (int w = 1; w < W; ++w) {
+          const int l0 = (x - (32 * w) % BX + BX) % BX;  // first lane of column x in warp w
+          if (32 * w + l0 < N) v = Op::apply(v, sm[w * BX + x]);
+        }
+      }
+      __syncthreads();
+      return v;
+    }
+  } else {
+    // BX >= 32: a warp holds at most one element per column
+    const int x = int(threadIdx.x), y = int(threadIdx.y);
+    __shared__ SmemArray<T, N> sm;
+    sm[x + y * BX] = v;
+    __syncthreads();
+    if (y == 0) {
+#pragma unroll
+      for (int k = 1; k < BY; ++k) v = Op::apply(v, sm[x + k * BX]);
+    }
+    __syncthreads();
+    return v;
+  }
+}
+
+#ifdef POLYK_BLOCK_REDUCE_CUB
+template <class Op>
+struct CubOp {
+  template <class T>
+  __device__ __forceinline__ T operator()(const T& a, const T& b) const { return Op::apply(a, b); }
+};
+
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T cub_block_reduce_all(T v) {
+  using BR = cub::BlockReduce<T, BX, cub::BLOCK_REDUCE_WARP_REDUCTIONS, BY>;
+  __shared__ typename BR::TempStorage tmp;
+  const T r = BR(tmp).Reduce(v, CubOp<Op>{});
+  __syncthreads();  // tmp may be reused by the next call
+  return r;
+}
+
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T cub_block_reduce_x(T v) {
+  if constexpr (BX == 1) {
+    return v;
+  } else if constexpr (BY == 1) {
+    return cub_block_reduce_all<Op, T, BX, 1>(v);
+  } else if constexpr (BX <= 32 && (BX & (BX - 1)) == 0) {
+    using WR = cub::WarpReduce<T, BX>;
+    __shared__ typename WR::TempStorage tmp[BY];
+    return WR(tmp[threadIdx.y]).Reduce(v, CubOp<Op>{});
+  } else {
+    return shfl_block_reduce_x<Op, T, BX, BY>(v);
+  }
+}
+
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T cub_block_reduce_y(T v) {
+  if constexpr (BY == 1) return v;
+  else if constexpr (BX == 1) return cub_block_reduce_all<Op, T, 1, BY>(v);
+  else return shfl_block_reduce_y<Op, T, BX, BY>(v);
+}
+#endif  // POLYK_BLOCK_REDUCE_CUB
+
+}  // namespace detail
+
+// Block of BX x BY threads (threadIdx.x, threadIdx.y; blockDim.z == 1).  Every
+// thread of the block must call these at the same program point.
+// Reduce over threadIdx.x within each row; valid where threadIdx.x == 0.
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T block_reduce_x(T v) {
+#ifdef POLYK_BLOCK_REDUCE_CUB
+  return detail::cub_block_reduce_x<Op, T, BX, BY>(v);
+#else
+  return detail::shfl_block_reduce_x<Op, T, BX, BY>(v);
+#endif
+}
+
+// Reduce over threadIdx.y within each column; valid where threadIdx.y == 0.
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T block_reduce_y(T v) {
+#ifdef POLYK_BLOCK_REDUCE_CUB
+  return detail::cub_block_reduce_y<Op, T, BX, BY>(v);
+#else
+  return detail::shfl_block_reduce_y<Op, T, BX, BY>(v);
+#endif
+}
+
+// Reduce over the whole block; valid in thread (0, 0).
+template <class Op, class T, int BX, int BY>
+__device__ __forceinline__ T block_reduce_all(T v) {
+#ifdef POLYK_BLOCK_REDUCE_CUB
+  return detail::cub_block_reduce_all<Op, T, BX, BY>(v);
+#else
+  return detail::shfl_block_reduce_all<Op, T, BX, BY>(v);
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic multi-block combination
+// ---------------------------------------------------------------------------
+namespace detail {
+template <class T>
+__device__ __forceinline__ T load_cg(const T* p) {
+  using U = uint_of_t<T>;
+  return bit_cast<T>(__ldcg(reinterpret_cast<const U*>(p)));
+}
+}  // namespace detail
+
+// One thread per (block, output) calls this.  `partials` (global, nslots
+// elements) and `*counter` (global, must be 0 before the first launch) belong
+// to this output element.  The block that arrives last combines
+// partials[0..nslots-1] in index order -- bit-identical results from run to
+// run -- and writes *out (overwrite_out ? result : Op::apply(*out, result)),
+// then resets *counter to 0 for the next launch.  Returns nothing; *out is
+// only complete after the kernel has finished.
+template <class Op, class T>
+__device__ void ordered_combine(T* partials, unsigned int* counter, int slot, int nslots,
+                                T block_value, T* out, bool overwrite_out) {
+  partials[slot] = block_value;
+  __threadfence();  // publish the partial before announcing it
+  const unsigned old = atomicAdd(counter, 1u);
+  if (old == unsigned(nslots - 1)) {
+    __threadfence();  // all partials published before their increments
+    T acc = detail::load_cg(&partials[0]);
+    for (int i = 1; i < nslots; ++i) acc = Op::apply(acc, detail::load_cg(&partials[i]));
+    if (overwrite_out) *out = acc;
+    else *out = Op::apply(*out, acc);
+    atomicExch(counter, 0u);
+  }
+}
+
+}  // namespace polyk
+
+#undef POLYK_HD

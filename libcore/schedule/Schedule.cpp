@@ -1,0 +1,349 @@
+// Dependences, scheduling, fusion and tiling (Panamera §4.1-4.2). See Schedule.h.
+#include "polyk/Schedule.h"
+
+#include "polyk/Isl.h"
+
+#include <isl/options.h>
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+#include <isl/union_map.h>
+#include <sstream>
+
+namespace polyk {
+
+namespace {
+
+isl::union_set domainOf(const Scop &s, bool (*keep)(const ScopStatement &)) {
+  isl::union_set d = isl::union_set::empty(islCtx());
+  for (const auto &st : s.statements)
+    if (keep(st)) d = d.unite(isl::union_set(isl::set(islCtx(), st.domain)));
+  return d;
+}
+
+bool notInit(const ScopStatement &st) { return st.kind != StmtKind::Init; }
+
+/// Program order with every statement at its own constant first dimension, padded to one
+/// schedule space: flow analysis needs statements ordered at the same point (ISL-NOTES.md).
+isl::union_map initialSchedule(const Scop &s) {
+  size_t maxDims = 0;
+  for (const auto &st : s.statements) maxDims = std::max<size_t>(maxDims, isl::set(islCtx(), st.domain).tuple_dim());
+  isl::union_map m = isl::union_map::empty(islCtx());
+  for (size_t k = 0; k < s.statements.size(); ++k) {
+    isl::set d(islCtx(), s.statements[k].domain);
+    unsigned n = d.tuple_dim();
+    std::ostringstream os;
+    os << "{ " << s.statements[k].name << "[";
+    for (unsigned i = 0; i < n; ++i) os << (i ? ", " : "") << "d" << i;
+    os << "] -> [" << k;
+    for (size_t i = 0; i < maxDims; ++i) os << ", " << (i < n ? "d" + std::to_string(i) : "0");
+    os << "] }";
+    m = m.unite(isl::union_map(isl::map(islCtx(), os.str())));
+  }
+  return m;
+}
+
+std::string islString(const isl::union_map &m) { return islStr(m); }
+
+} // namespace
+
+std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::string &stmt) {
+  std::vector<int> out(band.n_member(), -1);
+  isl::multi_union_pw_aff mupa = band.get_partial_schedule();
+  for (unsigned m = 0; m < band.n_member(); ++m) {
+    isl::union_map um = isl::union_map::from(isl::multi_union_pw_aff(mupa.at(m)));
+    isl::map_list maps = um.get_map_list();
+    for (int i = 0; i < (int)maps.size(); ++i) {
+      isl::map mp = maps.at(i);
+      if (mp.domain_tuple_id().name() != stmt) continue;
+      for (unsigned d = 0; d < mp.domain_tuple_dim(); ++d)
+        if (mapInvolvesInputDim(mp, d)) out[m] = out[m] == -1 ? (int)d : -2;
+    }
+    if (out[m] == -2) out[m] = -1;
+  }
+  return out;
+}
+
+BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
+  BandShape shape;
+  isl::union_set dom = nodeDomain(band);
+  isl::union_map sched = isl::union_map::from(band.get_partial_schedule());
+  isl::set range = sched.intersect_domain(dom).range().as_set();
+  for (unsigned m = 0; m < band.n_member(); ++m) {
+    isl::val lo = range.dim_min_val(m), hi = range.dim_max_val(m);
+    shape.extent.push_back(hi.sub(lo).add(isl::val(islCtx(), 1)).get_num_si());
+    shape.reduced.push_back(!band.member_get_coincident(m));
+  }
+  // The form and the contiguous dim come from the reduction statement of the kernel (if any).
+  for (const auto &st : scop.statements) {
+    if (st.kind != StmtKind::Reduce) continue;
+    if (dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) continue;
+    shape.form = st.form;
+    std::vector<int> dimOf = bandMemberDims(band, st.name);
+    for (unsigned m = 0; m < dimOf.size(); ++m) {
+      if (dimOf[m] < 0) continue;
+      shape.reduced[m] = st.dims[dimOf[m]] == "reduced";
+      // Coalesced dims are in layout order: the last one is the contiguous one.
+      if (dimOf[m] == (int)st.dims.size() - 1) shape.contiguous = (int)m;
+    }
+    return shape;
+  }
+  shape.contiguous = (int)band.n_member() - 1;
+  return shape;
+}
+
+namespace {
+
+long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
+long long roundUp(long long a, long long b) { return ceilDiv(a, b) * b; }
+long long pow2Ceil(long long a) {
+  long long p = 1;
+  while (p < a) p *= 2;
+  return p;
+}
+
+/// Inserts a sequence where a leaf holds a reduction with other statements, so each reduction has
+/// its own leaf, and a
+/// `reduction` mark above each of those leaves (Panamera §5: the mark asks the code generator to
+/// treat the statement with the partial / block / atomic scheme).
+isl::schedule markReductions(isl::schedule sched, const Scop &scop) {
+  isl::union_set reductions = isl::union_set::empty(islCtx());
+  for (const auto &st : scop.statements)
+    if (st.kind == StmtKind::Reduce) reductions = reductions.unite(isl::union_set(isl::set(islCtx(), st.domain)));
+  // Find an unmarked reduction leaf, split or mark it, and look again: edits invalidate nodes.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    isl::schedule_node found;
+    sched.get_root().foreach_descendant_top_down([&](isl::schedule_node node) -> bool {
+      if (!found.is_null()) return false;
+      if (!node.isa<isl::schedule_node_leaf>()) return true;
+      isl::union_set red = nodeDomain(node).intersect(reductions);
+      if (red.is_empty()) return true;
+      if (node.has_parent() && node.parent().isa<isl::schedule_node_mark>()) return true;
+      found = node;
+      return false;
+    });
+    if (found.is_null()) break;
+    isl::union_set dom = nodeDomain(found);
+    isl::union_set red = dom.intersect(reductions);
+    isl::union_set other = dom.subtract(reductions);
+    bool single = other.is_empty() && red.get_set_list().size() == 1;
+    if (!single) {
+      isl::union_set_list filters(islCtx(), 2);
+      if (!other.is_empty()) filters = filters.add(other);
+      for (const auto &st : scop.statements) {
+        if (st.kind != StmtKind::Reduce) continue;
+        isl::union_set f = red.intersect(isl::union_set(isl::set(islCtx(), st.domain)));
+        if (!f.is_empty()) filters = filters.add(f);
+      }
+      sched = found.insert_sequence(filters).schedule();
+    } else {
+      sched = found.insert_mark(isl::id(islCtx(), "reduction")).schedule();
+    }
+    changed = true;
+  }
+  return sched;
+}
+
+} // namespace
+
+KernelSizes defaultSizes(const BandShape &b) {
+  // Panamera Part 1: more work per thread, fewer blocks, fewer atomics. About two resident
+  // blocks per SM of an H100 (132 SMs) fill the machine; more blocks only add atomics.
+  const long long targetBlocks = 264;
+  KernelSizes s;
+  size_t n = b.extent.size();
+  s.tile.assign(n, 1);
+  s.block.assign(n, 1);
+  if (n == 0) return s;
+  if (n == 1) {
+    long long e = b.extent[0];
+    long long threads = b.reduced[0] ? 512 : 256;
+    threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
+    long long perThread = std::max<long long>(1, ceilDiv(e, threads * targetBlocks));
+    if (!b.reduced[0]) perThread = std::min<long long>(perThread, 4);
+    s.block[0] = threads;
+    s.tile[0] = threads * perThread;
+    return s;
+  }
+  // Two members (x-reduce after scheduling): one parallel, one reduced.
+  int red = b.reduced[1] ? 1 : 0, par = 1 - red;
+  long long P = b.extent[par], R = b.extent[red];
+  if (b.contiguous == red || b.contiguous < 0) {
+    // Rows reduced along their contiguous dim: threads along the row.
+    long long bx = R >= 2048 ? 512 : std::min<long long>(32, pow2Ceil(R));
+    long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
+    by = std::min(by, pow2Ceil(P));
+    long long rowBlocks = std::max<long long>(1, std::min(ceilDiv(targetBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
+    s.block[red] = bx;
+    s.block[par] = by;
+    s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx);
+    s.tile[par] = by;
+  } else {
+    // Columns (a y-reduce): threads along the contiguous parallel dim, the reduced dim split
+    // over threadIdx.y and over enough blocks to fill the machine.
+    long long bx = std::min<long long>(32, pow2Ceil(P));
+    long long by = std::max<long long>(1, 256 / bx);
+    by = std::min(by, pow2Ceil(R));
+    long long colBlocks = ceilDiv(P, bx);
+    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(targetBlocks, colBlocks), ceilDiv(R, by * 8)));
+    s.block[par] = bx;
+    s.block[red] = by;
+    s.tile[par] = bx;
+    s.tile[red] = roundUp(ceilDiv(R, redBlocks), by);
+  }
+  return s;
+}
+
+std::map<int, KernelSizes> parseSizes(const std::string &text) {
+  std::map<int, KernelSizes> out;
+  if (text.empty()) return out;
+  isl::union_map um;
+  try {
+    um = isl::union_map(islCtx(), text);
+  } catch (const isl::exception &) {
+  }
+  if (um.is_null()) throw UsageError("--sizes: isl cannot parse '" + text + "'");
+  isl::map_list maps = um.get_map_list();
+  for (int i = 0; i < (int)maps.size(); ++i) {
+    isl::map m = maps.at(i);
+    std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
+    if (dom != "kernel" || (ran != "tile" && ran != "block") || m.domain_tuple_dim() != 1)
+      throw UsageError("--sizes: expected entries 'kernel[k] -> tile[...]' or 'kernel[k] -> block[...]'");
+    isl::set w = m.wrap();
+    if (isl_set_is_bounded(w.get()) != isl_bool_true) throw UsageError("--sizes: each entry must give fixed numbers");
+    // One map per space: several kernels' entries of one kind share it, a point each.
+    w.foreach_point([&](isl::point pt) {
+      int k = (int)pointCoordinate(pt, 0);
+      std::vector<long long> v;
+      for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
+      auto &slot = ran == "tile" ? out[k].tile : out[k].block;
+      if (!slot.empty()) throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has two " + ran + " entries");
+      slot = v;
+    });
+  }
+  for (const auto &[k, s] : out)
+    for (const auto &v : {s.tile, s.block})
+      for (long long x : v)
+        if (x < 1) throw UsageError("--sizes: sizes must be positive");
+  return out;
+}
+
+std::string printSizes(const std::map<int, KernelSizes> &sizes) {
+  std::ostringstream os;
+  os << "{ ";
+  bool first = true;
+  auto list = [](const std::vector<long long> &v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s;
+  };
+  for (const auto &[k, s] : sizes) {
+    if (s.tile.empty()) continue;
+    os << (first ? "" : "; ") << "kernel[" << k << "] -> tile[" << list(s.tile) << "]; kernel[" << k << "] -> block["
+       << list(s.block) << "]";
+    first = false;
+  }
+  os << " }";
+  return os.str();
+}
+
+Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+  isl::ctx ctx = islCtx();
+  std::map<int, KernelSizes> requested = parseSizes(options.sizes);
+
+  // Accesses: a reduction reads the element it updates.
+  isl::union_map writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
+  for (const auto &st : scop.statements) {
+    writes = writes.unite(isl::union_map(isl::map(ctx, st.write)));
+    for (const auto &r : st.reads) reads = reads.unite(isl::union_map(isl::map(ctx, r)));
+    if (st.kind == StmtKind::Reduce) reads = reads.unite(isl::union_map(isl::map(ctx, st.write)));
+  }
+  isl::union_access_info info(reads);
+  info = info.set_must_source(writes).set_schedule_map(initialSchedule(scop));
+  isl::union_map flow = info.compute_flow().may_dependence();
+
+  // Reduction dependences (a reduction statement on itself) are relaxed: associativity lets the
+  // reduced dims run in parallel; emit restores them with partials, block reduction and atomics.
+  isl::union_map reductionDeps = isl::union_map::empty(ctx);
+  for (const auto &st : scop.statements) {
+    if (st.kind != StmtKind::Reduce) continue;
+    isl::union_set d(isl::set(ctx, st.domain));
+    reductionDeps = reductionDeps.unite(flow.intersect_domain(d).intersect_range(d));
+  }
+  isl::union_set main = domainOf(scop, notInit);
+  isl::union_map validity = flow.intersect_domain(main).intersect_range(main).subtract(reductionDeps);
+  isl::union_map coincidence = validity.unite(reductionDeps);
+  isl::schedule_constraints sc = isl::schedule_constraints::on_domain(main)
+                                     .set_validity(validity)
+                                     .set_coincidence(coincidence)
+                                     .set_proximity(validity.unite(reductionDeps));
+  isl::schedule computed = sc.compute_schedule();
+
+  // Each initialisation runs as its own kernel before the rest: after relaxation nothing else
+  // orders it before the atomic updates of other blocks.
+  isl::schedule full;
+  for (const auto &st : scop.statements) {
+    if (st.kind != StmtKind::Init) continue;
+    isl::set d(ctx, st.domain);
+    isl::schedule s = isl::schedule::from_domain(isl::union_set(d));
+    unsigned n = d.tuple_dim();
+    if (n > 0) {
+      std::ostringstream os;
+      os << "[{ " << st.name << "[";
+      for (unsigned i = 0; i < n; ++i) os << (i ? ", " : "") << "d" << i;
+      os << "] -> [(d0)] }]";
+      isl::multi_union_pw_aff mupa(ctx, os.str());
+      isl::schedule_node band = s.get_root().child(0).insert_partial_schedule(mupa);
+      s = band.as<isl::schedule_node_band>().member_set_coincident(0, 1).schedule();
+    }
+    full = full.is_null() ? s : isl::manage(isl_schedule_sequence(full.release(), s.release()));
+  }
+  full = full.is_null() ? computed : isl::manage(isl_schedule_sequence(full.release(), computed.release()));
+
+  // Kernels are the children of the top-level sequence (or the whole tree).
+  std::map<int, KernelSizes> used;
+  isl::schedule_node root = full.get_root().child(0);
+  int nKernels = root.isa<isl::schedule_node_sequence>() ? (int)root.n_children() : 1;
+  for (int k = 0; k < nKernels; ++k) {
+    isl::schedule_node node = full.get_root().child(0);
+    if (node.isa<isl::schedule_node_sequence>()) node = node.child(k).child(0);
+    while (!node.isa<isl::schedule_node_band>() && !node.isa<isl::schedule_node_leaf>() && node.n_children() == 1)
+      node = node.child(0);
+    if (!node.isa<isl::schedule_node_band>()) {
+      used[k] = {};
+      node = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k)));
+      full = node.schedule();
+      continue;
+    }
+    isl::schedule_node_band band = node.as<isl::schedule_node_band>();
+    BandShape shape = analyseBand(scop, band);
+    KernelSizes sz = defaultSizes(shape);
+    if (auto it = requested.find(k); it != requested.end()) {
+      if (!it->second.tile.empty()) sz.tile = it->second.tile;
+      if (!it->second.block.empty()) sz.block = it->second.block;
+    }
+    if (sz.tile.size() != band.n_member() || sz.block.size() != band.n_member())
+      throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(band.n_member()) +
+                       " members; give that many tile and block sizes");
+    used[k] = sz;
+    isl::multi_val tile = isl::multi_val::zero(bandSpace(band));
+    for (unsigned m = 0; m < band.n_member(); ++m) tile = tile.set_at(m, isl::val(ctx, sz.tile[m]));
+    node = band.tile(tile);
+    node = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k)));
+    full = node.schedule();
+  }
+  full = markReductions(full, scop);
+
+  Scop out = scop;
+  out.kind = "schedule";
+  out.schedule = printScheduleBlock(full);
+  out.sizes = printSizes(used);
+  out.flow = islString(flow);
+  out.reductionDeps = islString(reductionDeps);
+  out.provenance.push_back(currentStage("polyk-schedule"));
+  if (usedSizes) *usedSizes = used;
+  return out;
+}
+
+} // namespace polyk

@@ -1,0 +1,254 @@
+// Readers and writers of scop/1, schedule/1, bound/1 and kernel/1 (see Scop.h). Every isl string
+// is parsed on reading, so a file edited by hand fails here, at the scalar that holds the bad
+// text, rather than deep inside a later stage.
+#include "polyk/Scop.h"
+
+#include "polyk/Isl.h"
+
+namespace polyk {
+
+const char *formName(Form f) {
+  switch (f) {
+  case Form::Elementwise: return "elementwise";
+  case Form::AllReduce: return "all-reduce";
+  case Form::XReduce: return "x-reduce";
+  case Form::YReduce: return "y-reduce";
+  }
+  return "?";
+}
+
+static std::optional<Form> parseForm(const std::string &s) {
+  for (Form f : {Form::Elementwise, Form::AllReduce, Form::XReduce, Form::YReduce})
+    if (s == formName(f)) return f;
+  return std::nullopt;
+}
+
+static const char *kindName(StmtKind k) {
+  switch (k) {
+  case StmtKind::Assign: return "assign";
+  case StmtKind::Reduce: return "reduce";
+  case StmtKind::Init: return "init";
+  }
+  return "?";
+}
+
+const TensorDecl *Scop::tensor(const std::string &n) const {
+  for (const auto &t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+const ScopStatement *Scop::statement(const std::string &n) const {
+  for (const auto &s : statements)
+    if (s.name == n) return &s;
+  return nullptr;
+}
+
+namespace {
+
+enum class Level { Scop, Schedule, Bound, Kernel };
+
+/// Reads an isl string and checks that isl parses it as `what`.
+std::string islField(const YamlDoc &doc, const YAML::Node &map, const std::string &key, IslKind what) {
+  YAML::Node n = doc.field(map, key);
+  std::string s = doc.str(n);
+  checkIslText(s, what, doc.valueLoc(n));
+  return s;
+}
+
+std::vector<std::string> strList(const YamlDoc &doc, const YAML::Node &n) {
+  if (!n.IsSequence()) fail(doc.loc(n), "expected a list");
+  std::vector<std::string> v;
+  for (const auto &e : n) v.push_back(doc.str(e));
+  return v;
+}
+
+Scop readAny(const std::string &text, const std::string &file, const std::string &kind, Level level) {
+  YamlDoc doc = parseYaml(text, file);
+  expectKind(doc, kind, 1);
+  Scop s;
+  s.kind = kind;
+  s.name = doc.str(doc.field(doc.root, "name"));
+  s.params = readParams(doc);
+  s.tensors = readTensors(doc, doc.field(doc.root, "tensors"), s.params);
+  YAML::Node stmts = doc.field(doc.root, "statements");
+  if (!stmts.IsSequence()) fail(doc.loc(stmts), "'statements' must be a list");
+  for (const auto &n : stmts) {
+    ScopStatement st;
+    st.loc = doc.loc(n);
+    st.name = doc.str(doc.field(n, "name"));
+    std::string k = doc.str(doc.field(n, "kind"));
+    if (k == "assign") st.kind = StmtKind::Assign;
+    else if (k == "reduce") st.kind = StmtKind::Reduce;
+    else if (k == "init") st.kind = StmtKind::Init;
+    else fail(doc.valueLoc(n["kind"]), "unknown statement kind '" + k + "'");
+    if (n["source"]) st.source = doc.str(n["source"]);
+    if (st.kind != StmtKind::Assign) {
+      YAML::Node op = doc.field(n, "op");
+      st.op = reduceOpFromName(doc.str(op));
+      if (!st.op) fail(doc.valueLoc(op), "unknown reduction '" + doc.str(op) + "'");
+    }
+    if (st.kind == StmtKind::Init) st.reduction = doc.str(doc.field(n, "initialises"));
+    auto form = parseForm(doc.str(doc.field(n, "form")));
+    if (!form) fail(doc.valueLoc(n["form"]), "unknown form '" + doc.str(n["form"]) + "'");
+    st.form = *form;
+    st.dims = strList(doc, doc.field(n, "dims"));
+    st.iterators = strList(doc, doc.field(n, "iterators"));
+    st.domain = islField(doc, n, "domain", IslKind::Set);
+    st.recovery = islField(doc, n, "recovery", IslKind::MultiAff);
+    st.write = islField(doc, n, "write", IslKind::Map);
+    YAML::Node reads = doc.field(n, "reads");
+    if (!reads.IsSequence()) fail(doc.loc(reads), "'reads' must be a list of isl maps");
+    for (const auto &r : reads) {
+      checkIslText(doc.str(r), IslKind::Map, doc.valueLoc(r));
+      st.reads.push_back(doc.str(r));
+    }
+    st.body = doc.str(doc.field(n, "body"));
+    if (n["interchanged"]) st.interchanged = n["interchanged"].as<bool>();
+    if (st.kind != StmtKind::Init) {
+      try {
+        ExprPtr e = parseExpr(st.body);
+        std::vector<const Access *> acc;
+        collectAccesses(e, acc);
+        if (acc.size() != st.reads.size())
+          fail(doc.valueLoc(n["body"]), "body has " + std::to_string(acc.size()) + " accesses but 'reads' lists " +
+                                            std::to_string(st.reads.size()));
+      } catch (const ParseError &e) {
+        fail(doc.valueLoc(n["body"]).shifted(e.offset), e.message);
+      }
+    }
+    s.statements.push_back(st);
+  }
+  if (level >= Level::Schedule) {
+    YAML::Node tree = doc.field(doc.root, "schedule");
+    s.schedule = doc.str(tree);
+    checkIslText(s.schedule, IslKind::Schedule, doc.valueLoc(tree));
+    s.sizes = islField(doc, doc.root, "sizes", IslKind::UnionMap);
+    YAML::Node deps = doc.field(doc.root, "dependences");
+    s.flow = islField(doc, deps, "flow", IslKind::UnionMap);
+    s.reductionDeps = islField(doc, deps, "reduction", IslKind::UnionMap);
+  }
+  if (level >= Level::Bound) {
+    YAML::Node ks = doc.field(doc.root, "kernels");
+    if (!ks.IsSequence()) fail(doc.loc(ks), "'kernels' must be a list");
+    for (const auto &k : ks) {
+      KernelConfig kc;
+      kc.name = doc.str(doc.field(k, "name"));
+      kc.statements = strList(doc, doc.field(k, "statements"));
+      auto grid = strList(doc, doc.field(k, "grid"));
+      YAML::Node block = doc.field(k, "block");
+      if (grid.size() != 3 || !block.IsSequence() || block.size() != 3)
+        fail(doc.loc(k), "'grid' and 'block' need three entries (x, y, z)");
+      for (int d = 0; d < 3; ++d) {
+        kc.grid[d] = grid[d];
+        kc.block[d] = (int)doc.integer(block[d]);
+        if (kc.block[d] < 1) fail(doc.valueLoc(block[d]), "block sizes must be positive");
+      }
+      if (kc.block[0] * kc.block[1] * kc.block[2] > 1024) fail(doc.loc(block), "more than 1024 threads per block");
+      kc.reduceAxis = doc.str(doc.field(k, "reduce_axis"));
+      if (kc.reduceAxis != "none" && kc.reduceAxis != "x" && kc.reduceAxis != "y")
+        fail(doc.valueLoc(k["reduce_axis"]), "'reduce_axis' must be none, x or y");
+      kc.promoted = strList(doc, doc.field(k, "promoted"));
+      s.kernels.push_back(kc);
+    }
+  }
+  if (level >= Level::Kernel) {
+    s.launcher = doc.str(doc.field(doc.root, "launcher"));
+    if (doc.root["source"]) s.source = doc.str(doc.root["source"]);
+  }
+  s.provenance = readProvenance(doc);
+  return s;
+}
+
+std::string writeAny(const Scop &s, const std::string &kind, Level level) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "polyk" << YAML::Value << kind + "/1";
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  writeParams(out, s.params);
+  writeTensors(out, s.tensors);
+  out << YAML::Key << "statements" << YAML::Value << YAML::BeginSeq;
+  for (const auto &st : s.statements) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << st.name;
+    out << YAML::Key << "kind" << YAML::Value << kindName(st.kind);
+    if (!st.source.empty()) {
+      out << YAML::Key << "source" << YAML::Value;
+      emitQuoted(out, st.source);
+    }
+    if (st.op) out << YAML::Key << "op" << YAML::Value << reduceOpName(*st.op);
+    if (st.kind == StmtKind::Init) out << YAML::Key << "initialises" << YAML::Value << st.reduction;
+    out << YAML::Key << "form" << YAML::Value << formName(st.form);
+    out << YAML::Key << "dims" << YAML::Value << YAML::Flow << st.dims;
+    out << YAML::Key << "iterators" << YAML::Value << YAML::Flow << st.iterators;
+    if (st.interchanged) out << YAML::Key << "interchanged" << YAML::Value << true;
+    out << YAML::Key << "domain" << YAML::Value;
+    emitQuoted(out, st.domain);
+    out << YAML::Key << "recovery" << YAML::Value;
+    emitQuoted(out, st.recovery);
+    out << YAML::Key << "write" << YAML::Value;
+    emitQuoted(out, st.write);
+    out << YAML::Key << "reads" << YAML::Value;
+    if (st.reads.empty()) out << YAML::Flow;
+    out << YAML::BeginSeq;
+    for (const auto &r : st.reads) emitQuoted(out, r);
+    out << YAML::EndSeq;
+    out << YAML::Key << "body" << YAML::Value;
+    emitQuoted(out, st.body);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  if (level >= Level::Schedule) {
+    out << YAML::Key << "sizes" << YAML::Value;
+    emitQuoted(out, s.sizes);
+    out << YAML::Key << "dependences" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "flow" << YAML::Value;
+    emitQuoted(out, s.flow);
+    out << YAML::Key << "reduction" << YAML::Value;
+    emitQuoted(out, s.reductionDeps);
+    out << YAML::EndMap;
+  }
+  if (level >= Level::Bound) {
+    out << YAML::Key << "kernels" << YAML::Value << YAML::BeginSeq;
+    for (const auto &k : s.kernels) {
+      out << YAML::BeginMap;
+      out << YAML::Key << "name" << YAML::Value << k.name;
+      out << YAML::Key << "statements" << YAML::Value << YAML::Flow << k.statements;
+      out << YAML::Key << "grid" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto &g : k.grid) out << YAML::DoubleQuoted << g;
+      out << YAML::EndSeq;
+      out << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginSeq << k.block[0] << k.block[1]
+          << k.block[2] << YAML::EndSeq;
+      out << YAML::Key << "reduce_axis" << YAML::Value << k.reduceAxis;
+      out << YAML::Key << "promoted" << YAML::Value << YAML::Flow << k.promoted;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (level >= Level::Kernel) {
+    out << YAML::Key << "launcher" << YAML::Value;
+    emitQuoted(out, s.launcher);
+    if (!s.source.empty()) out << YAML::Key << "source" << YAML::Value << s.source;
+  }
+  if (level >= Level::Schedule) {
+    // Last, being long: the tree in isl's block style, readable and editable by hand.
+    out << YAML::Key << "schedule" << YAML::Value;
+    emitLiteral(out, s.schedule);
+  }
+  writeProvenance(out, s.provenance);
+  out << YAML::EndMap;
+  return finish(out);
+}
+
+} // namespace
+
+Scop readScop(const std::string &t, const std::string &f) { return readAny(t, f, "scop", Level::Scop); }
+std::string writeScop(const Scop &s) { return writeAny(s, "scop", Level::Scop); }
+Scop readSchedule(const std::string &t, const std::string &f) { return readAny(t, f, "schedule", Level::Schedule); }
+std::string writeSchedule(const Scop &s) { return writeAny(s, "schedule", Level::Schedule); }
+Scop readBound(const std::string &t, const std::string &f) { return readAny(t, f, "bound", Level::Bound); }
+std::string writeBound(const Scop &s) { return writeAny(s, "bound", Level::Bound); }
+Scop readKernel(const std::string &t, const std::string &f) { return readAny(t, f, "kernel", Level::Kernel); }
+std::string writeKernel(const Scop &s) { return writeAny(s, "kernel", Level::Kernel); }
+
+} // namespace polyk

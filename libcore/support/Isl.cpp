@@ -1,0 +1,116 @@
+// isl helpers (see Isl.h).
+#include "polyk/Isl.h"
+
+#include <isl/ast.h>
+#include <isl/options.h>
+#include <isl/printer.h>
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+#include <isl/point.h>
+#include <isl/map.h>
+#include <vector>
+
+namespace polyk {
+
+isl::ctx islCtx() {
+  static isl_ctx *ctx = [] {
+    isl_ctx *c = isl_ctx_alloc();
+    isl_options_set_on_error(c, ISL_ON_ERROR_CONTINUE);
+    // Tile loops count tiles (what a mapping to blockIdx wants); point loops start at 0.
+    isl_options_set_tile_scale_tile_loops(c, 0);
+    isl_options_set_tile_shift_point_loops(c, 1);
+    // Outer parallelism: a y-reduce comes out as an x-reduce (Panamera §4.1).
+    isl_options_set_schedule_outer_coincidence(c, 1);
+    return c;
+  }();
+  return isl::ctx(ctx);
+}
+
+void checkIslText(const std::string &text, IslKind kind, const SourceLoc &loc) {
+  isl::ctx ctx = islCtx();
+  const char *what = "";
+  bool ok = true;
+  try {
+    switch (kind) {
+    case IslKind::Set: what = "set"; ok = !isl::set(ctx, text).is_null(); break;
+    case IslKind::UnionSet: what = "union set"; ok = !isl::union_set(ctx, text).is_null(); break;
+    case IslKind::Map: what = "map"; ok = !isl::map(ctx, text).is_null(); break;
+    case IslKind::UnionMap: what = "union map"; ok = !isl::union_map(ctx, text).is_null(); break;
+    case IslKind::MultiAff: what = "multi_aff"; ok = !isl::multi_aff(ctx, text).is_null(); break;
+    case IslKind::Schedule: {
+      what = "schedule tree";
+      isl_schedule *s = isl_schedule_read_from_str(ctx.get(), text.c_str());
+      ok = s != nullptr;
+      isl_schedule_free(s);
+      break;
+    }
+    }
+  } catch (const isl::exception &) {
+    ok = false;
+  }
+  if (!ok) fail(loc, std::string("isl cannot parse this ") + what + ": '" + text.substr(0, 80) +
+                         (text.size() > 80 ? "...'" : "'"));
+}
+
+std::string normalizeSet(const std::string &text) { return islStr(isl::set(islCtx(), text)); }
+std::string normalizeMap(const std::string &text) {
+  // Single-valued maps (all accesses) read best as functions: t[floor(i/128), i mod 128, j].
+  isl::map m(islCtx(), text);
+  if (m.is_single_valued()) return islStr(isl::manage(isl_pw_multi_aff_from_map(m.copy())));
+  return islStr(m);
+}
+
+isl::schedule readIslSchedule(const std::string &text) {
+  isl_schedule *s = isl_schedule_read_from_str(islCtx().get(), text.c_str());
+  if (!s) throw std::runtime_error("isl cannot parse the schedule tree");
+  return isl::manage(s);
+}
+
+std::string printScheduleBlock(const isl::schedule &s) {
+  isl_printer *p = isl_printer_to_str(islCtx().get());
+  p = isl_printer_set_yaml_style(p, ISL_YAML_STYLE_BLOCK);
+  p = isl_printer_print_schedule(p, s.get());
+  char *c = isl_printer_get_str(p);
+  std::string text = c;
+  free(c);
+  isl_printer_free(p);
+  // isl 0.25 prints a mark above a leaf without a child but cannot read that back: spell the
+  // leaf out ("child: leaf"), which it reads.
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    out += lines[i] + "\n";
+    size_t indent = lines[i].find_first_not_of(' ');
+    if (indent == std::string::npos || lines[i].compare(indent, 6, "mark: ") != 0) continue;
+    bool hasChild = i + 1 < lines.size() && lines[i + 1].find_first_not_of(' ') == indent &&
+                    lines[i + 1].compare(indent, 6, "child:") == 0;
+    if (!hasChild) out += std::string(indent, ' ') + "child:\n" + std::string(indent + 2, ' ') + "leaf\n";
+  }
+  return out;
+}
+
+isl::union_set nodeDomain(const isl::schedule_node &n) { return isl::manage(isl_schedule_node_get_domain(n.get())); }
+isl::space bandSpace(const isl::schedule_node &n) { return isl::manage(isl_schedule_node_band_get_space(n.get())); }
+long long pointCoordinate(const isl::point &pt, int pos) {
+  isl::val v = isl::manage(isl_point_get_coordinate_val(pt.get(), isl_dim_set, pos));
+  return v.get_num_si();
+}
+bool mapInvolvesInputDim(const isl::map &m, unsigned d) { return isl_map_involves_dims(m.get(), isl_dim_in, d, 1) == isl_bool_true; }
+std::string markName(const isl::schedule_node &n) {
+  isl_id *id = isl_schedule_node_mark_get_id(n.get());
+  std::string s = isl_id_get_name(id);
+  isl_id_free(id);
+  return s;
+}
+isl::schedule_node deleteNode(const isl::schedule_node &n) { return isl::manage(isl_schedule_node_delete(n.copy())); }
+
+std::string astExprToC(const isl::ast_expr &e) {
+  char *c = isl_ast_expr_to_C_str(e.get());
+  std::string s = c;
+  free(c);
+  return s;
+}
+
+} // namespace polyk

@@ -1,0 +1,124 @@
+// Shared driver of the polyk tools (see Tool.h).
+#include "polyk/Tool.h"
+
+#include "polyk/Diagnostics.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace polyk {
+
+namespace {
+std::string gOptions;
+
+std::string readAll(std::istream &in) {
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+} // namespace
+
+const std::string &commandLineOptions() { return gOptions; }
+
+void writeFileAtomically(const std::string &path, const std::string &text) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw UsageError("cannot write '" + path + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw UsageError("cannot write '" + path + "'");
+  }
+}
+
+int runTool(int argc, char **argv, const ToolSpec &spec) {
+  // stdout carries data only: every log line goes to stderr.
+  auto logger = spdlog::stderr_color_mt(spec.name);
+  logger->set_pattern("%n: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+
+  CLI::App app(spec.description, spec.name);
+  std::string input = "-", output = "-";
+  int verbose = 0;
+  bool quiet = false;
+  app.add_option("input", input, "input file, or - for standard input")->capture_default_str();
+  app.add_option("-o,--output", output, "output file, or - for standard output (written only on success)")
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", verbose, "more log output on stderr (repeatable)");
+  app.add_flag("-q,--quiet", quiet, "only errors on stderr");
+  app.set_version_flag("--version", spec.name + " (polyk) " POLYK_VERSION);
+  if (spec.addOptions) spec.addOptions(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion &e) {
+    std::cout << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError &e) {
+    std::cerr << spec.name << ": error: " << e.what() << "\n"
+              << "run '" << spec.name << " --help' for usage\n";
+    return 2;
+  }
+  if (quiet) spdlog::set_level(spdlog::level::err);
+  else if (verbose == 1) spdlog::set_level(spdlog::level::info);
+  else if (verbose >= 2) spdlog::set_level(spdlog::level::debug);
+
+  // Provenance records the options that shape the output, not file names.
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-o" || a == "--output") { ++i; continue; }
+    if (a.rfind("--output=", 0) == 0 || a == input || a == "-v" || a == "-q" || a == "-vv") continue;
+    if (!gOptions.empty()) gOptions += " ";
+    gOptions += a;
+  }
+
+  ToolInput in;
+  in.name = input;
+  in.displayName = input == "-" ? "<stdin>" : input;
+  try {
+    if (input == "-") {
+      in.text = readAll(std::cin);
+    } else {
+      std::ifstream f(input, std::ios::binary);
+      if (!f) {
+        std::cerr << spec.name << ": error: cannot open '" << input << "'\n";
+        return 1;
+      }
+      in.text = readAll(f);
+    }
+    ExtraOutputs extra;
+    std::string text = spec.run(in, extra);
+    for (const auto &[path, content] : extra) writeFileAtomically(path, content);
+    writeFileAtomically(output, text);
+  } catch (const InputError &e) {
+    std::cerr << spec.name << ": " << formatDiagnostic(e.loc(), e.what()) << "\n";
+    return 1;
+  } catch (const UsageError &e) {
+    std::cerr << spec.name << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception &e) {
+    std::cerr << spec.name << ": " << formatDiagnostic({in.displayName}, e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace polyk

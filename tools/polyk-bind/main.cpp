@@ -1,0 +1,18 @@
+// polyk-bind: schedule/1 -> bound/1 (Panamera §4.2). See libcore/include/polyk/Bind.h.
+#include "polyk/Bind.h"
+#include "polyk/Tool.h"
+
+int main(int argc, char **argv) {
+  polyk::BindOptions opts;
+  return polyk::runTool(argc, argv,
+                        {"polyk-bind",
+                         "Map tile loops to blocks and point loops to threads, keep fused temporaries in "
+                         "registers, compute launch sizes (schedule/1 -> bound/1).",
+                         [&](CLI::App &app) {
+                           app.add_option("--sizes", opts.sizes,
+                                          "block sizes overriding the schedule file's, e.g. '{ kernel[1] -> block[32,8] }'");
+                         },
+                         [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+                           return polyk::writeBound(polyk::bind(polyk::readSchedule(in.text, in.displayName), opts));
+                         }});
+}

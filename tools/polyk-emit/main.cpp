@@ -1,0 +1,33 @@
+// polyk-emit: bound/1 -> CUDA (or sequential C) source, and optionally kernel/1 (Panamera §5).
+// See libcore/include/polyk/Emit.h.
+#include "polyk/Emit.h"
+#include "polyk/Tool.h"
+
+int main(int argc, char **argv) {
+  polyk::EmitOptions opts;
+  std::string target = "cuda", kernelInfo;
+  return polyk::runTool(
+      argc, argv,
+      {"polyk-emit",
+       "Print CUDA (or sequential C) for a bound program (bound/1 -> .cu), with an optional test harness.",
+       [&](CLI::App &app) {
+         app.add_option("--target", target, "cuda or c (sequential C of the same schedule)")
+             ->check(CLI::IsMember({"cuda", "c"}))
+             ->capture_default_str();
+         app.add_flag("--harness", opts.harness,
+                      "add a main() that checks the result against the sequential reference on random data "
+                      "(and, for CUDA, times it)");
+         app.add_flag("--reference", opts.referenceOnly, "print only the sequential C of the original program");
+         app.add_option("--block-reduce", opts.blockReduce, "block reduction: cub (CUB's BlockReduce) or shfl")
+             ->check(CLI::IsMember({"cub", "shfl"}))
+             ->capture_default_str();
+         app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
+         app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
+       },
+       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &extra) {
+         opts.target = target == "c" ? polyk::EmitOptions::Target::C : polyk::EmitOptions::Target::Cuda;
+         polyk::EmitResult r = polyk::emit(polyk::readBound(in.text, in.displayName), opts);
+         if (!kernelInfo.empty()) extra[kernelInfo] = polyk::writeKernel(r.kernelInfo);
+         return r.code;
+       }});
+}
