@@ -176,50 +176,60 @@ Scop bind(const Scop &in, const BindOptions &options) {
   return out;
 }
 
+isl::set mappingContext(const std::vector<KernelConfig> &kernels) {
+  long long gx = 1, gy = 1, tx = 1, ty = 1;
+  for (const auto &kc : kernels) {
+    gx = std::max(gx, std::stoll(kc.grid[0]));
+    gy = std::max(gy, std::stoll(kc.grid[1]));
+    tx = std::max<long long>(tx, kc.block[0]);
+    ty = std::max<long long>(ty, kc.block[1]);
+  }
+  std::ostringstream os;
+  os << "[b_x, b_y, t_x, t_y] -> { : 0 <= b_x < " << gx << " and 0 <= b_y < " << gy << " and 0 <= t_x < " << tx
+     << " and 0 <= t_y < " << ty << " }";
+  return isl::set(islCtx(), os.str());
+}
+
 isl::schedule applyMapping(const isl::schedule &bound, const std::vector<KernelConfig> &kernels) {
   isl::ctx ctx = islCtx();
   isl::schedule s = bound;
-  for (const char *prefix : {"blocks_", "threads_"}) {
-    while (true) {
-      isl::schedule_node mark;
-      s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
-        if (!mark.is_null()) return false;
-        if (n.isa<isl::schedule_node_mark>() && markName(n).rfind(prefix, 0) == 0) {
-          mark = n;
-          return false;
-        }
-        return true;
-      });
-      if (mark.is_null()) break;
-      std::string name = markName(mark);
-      std::vector<std::string> axes = splitAxes(name.substr(std::string(prefix).size()));
-      char p = prefix[0] == 'b' ? 'b' : 't';
-      isl::schedule_node band = mark.child(0);
-      isl::union_map m = isl::union_map::from(band.as<isl::schedule_node_band>().get_partial_schedule());
-      std::ostringstream os;
-      os << "[";
-      for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << p << "_" << axes[i];
-      os << "] -> { [";
-      for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << "m" << i;
-      os << "] : ";
-      for (size_t i = 0; i < axes.size(); ++i) os << (i ? " and " : "") << "m" << i << " = " << p << "_" << axes[i];
-      os << " }";
-      isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
-      // Drop the mark (its job is done) and fix the band's members to the ids.
-      isl::schedule_node n = deleteNode(mark);
-      n = n.child(0).insert_filter(filter);
-      s = n.schedule();
-    }
-  }
-  // Ranges of the ids, per kernel, so the AST needs no guards the launch already ensures.
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    isl::schedule_node mark = findMark(s, "kernel_" + std::to_string(k));
-    if (mark.is_null()) continue;
-    const KernelConfig &kc = kernels[k];
+  while (true) {
+    // The first mapping mark left, and the kernel it belongs to (marks come in kernel order).
+    isl::schedule_node mark;
+    int kernel = -1;
+    s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+      if (!mark.is_null()) return false;
+      if (!n.isa<isl::schedule_node_mark>()) return true;
+      std::string name = markName(n);
+      if (name.rfind("kernel_", 0) == 0) kernel = std::stoi(name.substr(7));
+      if (name.rfind("blocks_", 0) == 0 || name.rfind("threads_", 0) == 0) mark = n;
+      return mark.is_null();
+    });
+    if (mark.is_null()) break;
+    if (kernel < 0 || kernel >= (int)kernels.size()) throw std::runtime_error("mapping mark outside a kernel");
+    const KernelConfig &kc = kernels[kernel];
+    std::string name = markName(mark);
+    bool blocks = name[0] == 'b';
+    std::vector<std::string> axes = splitAxes(name.substr(blocks ? 7 : 8));
+    char p = blocks ? 'b' : 't';
+    isl::schedule_node band = mark.child(0);
+    isl::union_map m = isl::union_map::from(band.as<isl::schedule_node_band>().get_partial_schedule());
+    // { [m0, m1] : m0 = b_y and m1 = b_x and 0 <= b_y < grid.y ... }: the members fixed to the ids,
+    // with the ids' ranges in this kernel so isl needs no guard the launch already ensures.
     std::ostringstream os;
-    os << "[b_x, b_y, t_x, t_y] -> { : 0 <= b_x < " << kc.grid[0] << " and 0 <= b_y < " << kc.grid[1]
-       << " and 0 <= t_x < " << kc.block[0] << " and 0 <= t_y < " << kc.block[1] << " }";
-    s = mark.child(0).insert_context(isl::set(ctx, os.str())).schedule();
+    os << "[b_x, b_y, t_x, t_y] -> { [";
+    for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << "m" << i;
+    os << "] : ";
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int a = axes[i] == "x" ? 0 : 1;
+      std::string id = std::string(1, p) + "_" + axes[i];
+      std::string limit = blocks ? kc.grid[a] : std::to_string(kc.block[a]);
+      os << (i ? " and " : "") << "m" << i << " = " << id << " and 0 <= " << id << " < " << limit;
+    }
+    os << " }";
+    isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
+    isl::schedule_node n = deleteNode(mark); // its decision is applied: the band is fixed
+    s = n.insert_filter(filter).schedule();
   }
   return s;
 }

@@ -188,9 +188,9 @@ std::string indexHelpers(Dialect d, bool wide) {
   std::string hd = d == Dialect::Cuda ? "__host__ __device__ " : "";
   std::string s;
   s += std::string("typedef ") + (wide ? "long long" : "int") + " polyk_idx;\n";
-  s += "static inline " + hd + "polyk_idx polyk_floord(polyk_idx a, polyk_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n";
-  s += "static inline " + hd + "polyk_idx polyk_min(polyk_idx a, polyk_idx b) { return a < b ? a : b; }\n";
-  s += "static inline " + hd + "polyk_idx polyk_max(polyk_idx a, polyk_idx b) { return a > b ? a : b; }\n";
+  s += "static inline __attribute__((unused)) " + hd + "polyk_idx polyk_floord(polyk_idx a, polyk_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n";
+  s += "static inline __attribute__((unused)) " + hd + "polyk_idx polyk_min(polyk_idx a, polyk_idx b) { return a < b ? a : b; }\n";
+  s += "static inline __attribute__((unused)) " + hd + "polyk_idx polyk_max(polyk_idx a, polyk_idx b) { return a > b ? a : b; }\n";
   return s;
 }
 

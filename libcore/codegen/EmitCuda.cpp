@@ -73,7 +73,7 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
     }
     return body;
   };
-  isl::ast_build build(islCtx());
+  isl::ast_build build = isl::ast_build::from_context(mappingContext(s.kernels));
   printer.print(build.node_from(mapped), 1);
 
   for (size_t k = 0; k < s.kernels.size(); ++k) {

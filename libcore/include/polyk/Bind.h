@@ -17,8 +17,10 @@ struct BindOptions {
 
 Scop bind(const Scop &scheduled, const BindOptions &options);
 
-/// The bound tree with each `blocks:` / `threads:` band fixed to the parameters b_x, b_y, t_x,
-/// t_y by a filter below it, and the parameter ranges in a context node under each kernel mark.
+/// The bound tree with each `blocks_*` / `threads_*` band fixed to the parameters b_x, b_y, t_x,
+/// t_y by a filter above it (with the ids' ranges in that kernel). Build its AST from
+/// mappingContext(), which introduces the parameters (a filter may not).
 isl::schedule applyMapping(const isl::schedule &bound, const std::vector<KernelConfig> &kernels);
+isl::set mappingContext(const std::vector<KernelConfig> &kernels);
 
 } // namespace polyk
