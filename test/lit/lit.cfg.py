@@ -1,0 +1,16 @@
+# lit configuration of polyk's stage tests: one behaviour per file, first line says what it checks.
+import os
+import lit.formats
+
+config.name = "polyk"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".test", ".yaml"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.polyk_build_dir, "test", "lit")
+
+for tool in ["polyk-flatten", "polyk-schedule", "polyk-bind", "polyk-emit"]:
+    config.substitutions.append(("%" + tool, os.path.join(config.polyk_bin_dir, tool)))
+config.substitutions.append(("%examples", os.path.join(config.polyk_source_dir, "examples")))
+config.substitutions.append(("%runtime", os.path.join(config.polyk_source_dir, "libcore", "runtime")))
+config.environment["PATH"] = os.path.dirname(config.filecheck) + os.pathsep + config.environment.get("PATH", os.environ["PATH"])

@@ -1,0 +1,63 @@
+// The statement language: precedence, round trip through the printer, error positions.
+#include "polyk/Expr.h"
+
+#include <gtest/gtest.h>
+
+using namespace polyk;
+
+TEST(Expr, PrecedenceMulBindsTighterThanAdd) {
+  EXPECT_EQ(printExpr(parseExpr("a(i) + b(i) * 2.0")), "(a(i) + (b(i) * 2.0))");
+  EXPECT_EQ(printExpr(parseExpr("(a(i) + b(i)) * 2")), "((a(i) + b(i)) * 2)");
+  EXPECT_EQ(printExpr(parseExpr("a(i) < 1 && b(i) > 2 || c(i) == 0")), "(((a(i) < 1) && (b(i) > 2)) || (c(i) == 0))");
+}
+
+TEST(Expr, StatementKindsAndReductions) {
+  Statement s = parseStatement("out(h) +=! t(b, s, h)");
+  EXPECT_EQ(s.lhs.tensor, "out");
+  EXPECT_EQ(s.assignOp, "+=");
+  EXPECT_TRUE(s.freshlyInitialised);
+  EXPECT_EQ(s.reduceOp(), ReduceOp::Sum);
+  EXPECT_EQ(parseStatement("m(i) max=! x(i, j)").reduceOp(), ReduceOp::Max);
+  EXPECT_EQ(parseStatement("m(i) min=! x(i, j)").reduceOp(), ReduceOp::Min);
+  EXPECT_EQ(parseStatement("m(i) &&=! x(i, j)").reduceOp(), ReduceOp::And);
+  EXPECT_EQ(parseStatement("m(i) ||=! x(i, j)").reduceOp(), ReduceOp::Or);
+  EXPECT_EQ(parseStatement("m(i) *=! x(i, j)").reduceOp(), ReduceOp::Prod);
+  EXPECT_FALSE(parseStatement("y(i) = x(i)").reduceOp().has_value());
+  EXPECT_EQ(parseStatement("s() +=! x(i)").lhs.indices.size(), 0u);
+}
+
+TEST(Expr, RoundTripIsStable) {
+  for (const char *text : {"y(i, j) = f16(x(i, j) * 2.5e-3) + max(a(i), -b(j))",
+                           "y(i) = select(x(i) > 0, exp(x(i)), sqrt(abs(x(i))))",
+                           "y(i) = !(x(i) && z(i)) || 3 % 2 == 1"}) {
+    std::string once = printStatement(parseStatement(text));
+    EXPECT_EQ(printStatement(parseStatement(once)), once) << text;
+  }
+}
+
+TEST(Expr, CollectsAccessesInOrder) {
+  ExprPtr e = parseExpr("(x(b, s, h) + 1.0) * y(h)");
+  std::vector<const Access *> acc;
+  collectAccesses(e, acc);
+  ASSERT_EQ(acc.size(), 2u);
+  EXPECT_EQ(acc[0]->tensor, "x");
+  EXPECT_EQ(acc[1]->tensor, "y");
+  EXPECT_EQ(acc[0]->indices, (std::vector<std::string>{"b", "s", "h"}));
+}
+
+TEST(Expr, ErrorsPointAtTheOffendingCharacter) {
+  try {
+    parseStatement("y(i) = x(i) $ 2");
+    FAIL() << "no error";
+  } catch (const ParseError &e) {
+    EXPECT_EQ(e.offset, 12);
+  }
+  try {
+    parseStatement("y(i) = x(i + 1)");
+    FAIL() << "no error";
+  } catch (const ParseError &e) {
+    EXPECT_NE(e.message.find("plain index names"), std::string::npos);
+  }
+  EXPECT_THROW(parseStatement("y(i) = exp(x(i), 2)"), ParseError);
+  EXPECT_THROW(parseStatement("y(i) x(i)"), ParseError);
+}

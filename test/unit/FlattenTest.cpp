@@ -1,0 +1,88 @@
+// Dimension flattening (Panamera §3): the canonical forms, their extents, Formula 1's recovery,
+// and reduction propagation into elementwise producers.
+#include "polyk/Flatten.h"
+#include "polyk/Isl.h"
+
+#include <gtest/gtest.h>
+
+using namespace polyk;
+
+namespace {
+Scop flattenText(const std::string &tensors, const std::string &statements) {
+  return flatten(readProgram("polyk: program/1\nname: p\ntensors:\n" + tensors + "statements:\n" + statements, "p.yaml"));
+}
+
+const ScopStatement &stmt(const Scop &s, const std::string &name) {
+  const ScopStatement *st = s.statement(name);
+  if (!st) throw std::runtime_error("no statement " + name);
+  return *st;
+}
+
+bool sameSet(const std::string &a, const std::string &b) { return isl::set(islCtx(), a).is_equal(isl::set(islCtx(), b)); }
+bool sameMap(const std::string &a, const std::string &b) { return isl::map(islCtx(), a).is_equal(isl::map(islCtx(), b)); }
+} // namespace
+
+TEST(Flatten, AllReduceCoalescesEveryDim) {
+  Scop s = flattenText("  x: {type: f32, shape: [40, 20, 10, 5], role: input}\n  y: {type: f32, shape: [], role: output}\n",
+                       "  - y() +=! x(a, b, c, d)\n");
+  const auto &r = stmt(s, "S0");
+  EXPECT_EQ(r.form, Form::AllReduce);
+  EXPECT_TRUE(sameSet(r.domain, "{ S0[i] : 0 <= i < 40000 }"));
+  EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i] -> x[floor(i/1000), floor(i/50) mod 20, floor(i/5) mod 10, i mod 5] }"));
+  EXPECT_TRUE(sameSet(stmt(s, "S0_init").domain, "{ S0_init[] }"));
+}
+
+TEST(Flatten, XReduceKeepsParallelOuterAndReducedInner) {
+  Scop s = flattenText("  x: {type: f32, shape: [6, 7, 8], role: input}\n  y: {type: f32, shape: [6], role: output}\n",
+                       "  - y(a) +=! x(a, b, c)\n");
+  const auto &r = stmt(s, "S0");
+  EXPECT_EQ(r.form, Form::XReduce);
+  EXPECT_EQ(r.dims, (std::vector<std::string>{"parallel", "reduced"}));
+  EXPECT_TRUE(sameSet(r.domain, "{ S0[i, j] : 0 <= i < 6 and 0 <= j < 56 }"));
+  EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i, j] -> x[i, floor(j/8), j mod 8] }"));
+  EXPECT_TRUE(sameMap(r.write, "{ S0[i, j] -> y[i] }"));
+}
+
+TEST(Flatten, YReduceKeepsReducedOuter) {
+  Scop s = flattenText("  x: {type: f32, shape: [64, 128, 768], role: input}\n  y: {type: f32, shape: [768], role: output}\n",
+                       "  - y(h) +=! x(b, s, h)\n");
+  const auto &r = stmt(s, "S0");
+  EXPECT_EQ(r.form, Form::YReduce);
+  EXPECT_TRUE(sameSet(r.domain, "{ S0[i, j] : 0 <= i < 8192 and 0 <= j < 768 }"));
+  EXPECT_TRUE(isl::multi_aff(islCtx(), r.recovery).plain_is_equal(isl::multi_aff(islCtx(), "{ S0[i, j] -> [floor(i/128), i mod 128, j] }")));
+  EXPECT_TRUE(sameSet(stmt(s, "S0_init").domain, "{ S0_init[j] : 0 <= j < 768 }"));
+}
+
+TEST(Flatten, InterleavedDimsAreInterchanged) {
+  // Panamera Fig. 4: h, x, y reduced around the parallel w.
+  Scop s = flattenText("  e: {type: f32, shape: [40, 20, 10, 5], role: input}\n  r: {type: f32, shape: [20], role: output}\n",
+                       "  - r(w) +=! e(h, w, x, y)\n");
+  const auto &r = stmt(s, "S0");
+  EXPECT_EQ(r.form, Form::XReduce);
+  EXPECT_TRUE(r.interchanged);
+  EXPECT_TRUE(sameSet(r.domain, "{ S0[i, j] : 0 <= i <= 19 and 0 <= j <= 1999 }"));
+  EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i, j] -> e[floor(j/50), i, floor(j/5) mod 10, j mod 5] }"));
+}
+
+TEST(Flatten, ProducersTakeTheReductionsCoalescing) {
+  Scop s = flattenText("  x: {type: f32, shape: [64, 128, 768], role: input}\n"
+                       "  t: {type: f32, shape: [64, 128, 768], role: temporary}\n"
+                       "  u: {type: f32, shape: [64, 128, 768], role: temporary}\n"
+                       "  y: {type: f32, shape: [768], role: output}\n",
+                       "  - t(b, s, h) = x(b, s, h) + 1.0\n  - u(p, q, r) = t(p, q, r) * 2.0\n  - y(h) +=! u(b, s, h)\n");
+  for (const char *n : {"S0", "S1"}) {
+    EXPECT_EQ(stmt(s, n).form, Form::YReduce) << n;
+    EXPECT_EQ(stmt(s, n).dims, (std::vector<std::string>{"reduced", "parallel"})) << n;
+  }
+  EXPECT_TRUE(sameMap(stmt(s, "S1").write, "{ S1[i, j] -> u[floor(i/128), i mod 128, j] }"));
+}
+
+TEST(Flatten, BroadcastProducerIsNotPropagated) {
+  Scop s = flattenText("  x: {type: f32, shape: [768], role: input}\n"
+                       "  t: {type: f32, shape: [768], role: temporary}\n"
+                       "  z: {type: f32, shape: [64, 768], role: input}\n"
+                       "  y: {type: f32, shape: [768], role: output}\n",
+                       "  - t(h) = x(h) * 2.0\n  - y(h) +=! z(b, h) * t(h)\n");
+  EXPECT_EQ(stmt(s, "S0").form, Form::Elementwise);
+  EXPECT_TRUE(sameSet(stmt(s, "S0").domain, "{ S0[i] : 0 <= i < 768 }"));
+}

@@ -1,0 +1,51 @@
+// Sizes: parsing PPCG-style maps, and the analytical default rule's invariants.
+#include "polyk/Schedule.h"
+
+#include <gtest/gtest.h>
+
+using namespace polyk;
+
+TEST(Sizes, ParsesSeveralKernelsOfOneKind) {
+  auto s = parseSizes("{ kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8]; kernel[1] -> tile[512]; kernel[1] -> block[128] }");
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].tile, (std::vector<long long>{32, 256}));
+  EXPECT_EQ(s[0].block, (std::vector<long long>{32, 8}));
+  EXPECT_EQ(s[1].tile, (std::vector<long long>{512}));
+  EXPECT_EQ(parseSizes(printSizes(s)).at(1).block, (std::vector<long long>{128}));
+}
+
+TEST(Sizes, RejectsWhatIsNotASizesMap) {
+  EXPECT_THROW(parseSizes("{ kernel[0] -> tile[32"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> tiles[32] }"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> tile[i] : i > 0 }"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> tile[0] }"), UsageError);
+}
+
+TEST(Sizes, DefaultsKeepBindsInvariants) {
+  // For every shape: tiles are whole multiples of blocks on reduced dims, tile == block on
+  // parallel dims, and at most 1024 threads per block.
+  for (long long P : {1LL, 7LL, 768LL, 1280LL, 1048576LL})
+    for (long long R : {1LL, 5LL, 1000LL, 21128LL, 8192LL})
+      for (int contiguous : {0, 1}) {
+        BandShape b;
+        b.form = contiguous == 1 ? Form::XReduce : Form::YReduce;
+        b.extent = {P, R};
+        b.reduced = {false, true};
+        b.contiguous = contiguous;
+        KernelSizes s = defaultSizes(b);
+        SCOPED_TRACE(std::to_string(P) + "x" + std::to_string(R) + " contiguous " + std::to_string(contiguous));
+        EXPECT_EQ(s.tile[0], s.block[0]);
+        EXPECT_EQ(s.tile[1] % s.block[1], 0);
+        EXPECT_LE(s.block[0] * s.block[1], 1024);
+      }
+  for (long long N : {1LL, 3072LL, 16226304LL}) {
+    BandShape b;
+    b.form = Form::AllReduce;
+    b.extent = {N};
+    b.reduced = {true};
+    b.contiguous = 0;
+    KernelSizes s = defaultSizes(b);
+    EXPECT_EQ(s.tile[0] % s.block[0], 0);
+    EXPECT_LE(s.block[0], 1024);
+  }
+}
