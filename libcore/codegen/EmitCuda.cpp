@@ -66,12 +66,13 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
     for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
     return c + ");\n";
   };
-  printer.mark = [&](const std::string &mark, const std::string &body, int) {
-    if (mark.rfind("kernel_", 0) == 0) {
-      bodies[mark] = body;
-      return std::string();
-    }
-    return body;
+  printer.guardsIntoKernels = true;
+  printer.mark = [&](const std::string &mark, const std::string &body, int, const std::vector<std::string> &guards) {
+    if (mark.rfind("kernel_", 0) != 0) return body;
+    std::string cond;
+    for (const auto &g : guards) cond += (cond.empty() ? "" : " && ") + g;
+    bodies[mark] = cond.empty() ? body : "  if (" + cond + ") {\n" + body + "  }\n";
+    return std::string();
   };
   isl::ast_build build = isl::ast_build::from_context(mappingContext(s.kernels));
   printer.print(build.node_from(mapped), 1);

@@ -278,6 +278,12 @@ Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, Ke
                                      .set_validity(validity)
                                      .set_coincidence(coincidence)
                                      .set_proximity(validity.unite(reductionDeps));
+  // Outer parallelism turns a y-reduce into an x-reduce (§4.1); with no parallel dim at all (only
+  // all-reduces) it would only keep producers out of their reduction's band.
+  bool anyParallelReduction = false;
+  for (const auto &st : scop.statements)
+    if (st.kind == StmtKind::Reduce && st.dims.size() > 1) anyParallelReduction = true;
+  isl_options_set_schedule_outer_coincidence(ctx.get(), anyParallelReduction ? 1 : 0);
   isl::schedule computed = sc.compute_schedule();
 
   // Each initialisation runs as its own kernel before the rest: after relaxation nothing else

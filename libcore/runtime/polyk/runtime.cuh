@@ -74,7 +74,7 @@ template <class To, class From>
 POLYK_HD To bit_cast(const From& f) {
   static_assert(sizeof(To) == sizeof(From), "bit_cast size mismatch");
   To t;
-  memcpy(&t, &f, sizeof(To));
+  memcpy(static_cast<void*>(&t), static_cast<const void*>(&f), sizeof(To));
   return t;
 }
 
