@@ -109,12 +109,6 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
   }
   case isl_ast_node_if: {
     std::string cond = exprText(isl::manage(isl_ast_node_if_get_cond(node)).get());
-    if (guardsIntoKernels && isl_ast_node_if_has_else_node(node) != isl_bool_true) {
-      guards_.push_back(cond);
-      out = print(isl::manage(isl_ast_node_if_get_then_node(node)), indent);
-      guards_.pop_back();
-      return out;
-    }
     out += pad(indent) + "if (" + cond + ") {\n" + print(isl::manage(isl_ast_node_if_get_then_node(node)), indent + 1);
     if (isl_ast_node_if_has_else_node(node) == isl_bool_true)
       out += pad(indent) + "} else {\n" + print(isl::manage(isl_ast_node_if_get_else_node(node)), indent + 1);
@@ -130,7 +124,7 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
   case isl_ast_node_mark: {
     std::string name = idName(isl_ast_node_mark_get_id(node));
     std::string body = print(isl::manage(isl_ast_node_mark_get_node(node)), indent);
-    return mark ? mark(name, body, indent, guards_) : body;
+    return mark ? mark(name, body, indent) : body;
   }
   case isl_ast_node_user: {
     isl_ast_expr *call = isl_ast_node_user_get_expr(node);

@@ -40,20 +40,12 @@ std::string roundToStorage(Dialect d, DType t, const std::string &computeValue);
 std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor);
 
 /// Prints an isl AST. `user` prints a statement call; `mark` may print around a mark's child
-/// (default: the child alone). isl hoists guards on parameters (block and thread ids) above the
-/// kernel marks; with `guardsIntoKernels`, an `if` around kernel marks is not printed but passed to
-/// `mark` as `guards`, so each kernel's body can be guarded inside the kernel.
+/// (default: the child alone).
 struct AstPrinter {
   std::function<std::string(const std::string &stmt, const std::vector<std::string> &args)> user;
-  std::function<std::string(const std::string &mark, const std::string &body, int indent,
-                            const std::vector<std::string> &guards)>
-      mark;
-  bool guardsIntoKernels = false;
+  std::function<std::string(const std::string &mark, const std::string &body, int indent)> mark;
   std::string print(const isl::ast_node &node, int indent) const;
   static std::string expr(const isl::ast_expr &e);
-
-private:
-  mutable std::vector<std::string> guards_;
 };
 
 /// The common prologue of generated files: index type, floord, min / max helpers.

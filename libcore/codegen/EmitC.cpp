@@ -155,7 +155,7 @@ std::string emitScheduleC(const Scop &s) {
     for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
     return c + ");\n";
   };
-  printer.mark = [&](const std::string &mark, const std::string &body, int, const std::vector<std::string> &) {
+  printer.mark = [&](const std::string &mark, const std::string &body, int) {
     if (mark.rfind("kernel_", 0) != 0) return body;
     // After a kernel, its reductions' results go to their outputs (what the last atomic does).
     std::string fin;

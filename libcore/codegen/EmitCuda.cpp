@@ -30,11 +30,110 @@ std::string kernelArgs(const Scop &s) {
   return a;
 }
 
-} // namespace
 
-std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
+/// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
+/// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
+/// runs alone, every live thread combines its partial into the output itself.
+std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d) {
+  AstPrinter printer;
+  printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
+    std::string c = stmt + "(";
+    for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
+    return c + ");\n";
+  };
+  int bx = kc.block[0], by = kc.block[1];
+  std::string o;
+  for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
+  std::vector<const ScopStatement *> reductions;
+  for (const auto &name : kc.statements) {
+    const ScopStatement *st = s.statement(name);
+    if (st->kind != StmtKind::Reduce) continue;
+    reductions.push_back(st);
+    DType acc = computeType(s.tensor(outputOf(s, *st))->type);
+    o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + reduceIdentity(*st->op, acc) + ";\n";
+    o += "  bool live_" + name + " = false;\n  polyk_idx oidx_" + name + " = 0;\n";
+  }
+  // Each kernel is the AST of the mapped tree restricted to the kernel's statements, built in
+  // the context of its own block and thread ids: isl hoists guards on the ids (and may split on
+  // them into if / else) above the kernel mark, so the whole AST of the restriction is the body.
+  isl::union_set dom = isl::union_set::empty(islCtx());
+  for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
+  isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
+  isl::ast_build build = isl::ast_build::from_context(mappingContext({kc}));
+  o += printer.print(build.node_from(restricted), 1);
+  for (const ScopStatement *st : reductions) {
+    const TensorDecl &out = *s.tensor(outputOf(s, *st));
+    DType acc = computeType(out.type);
+    std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
+    if (d == Dialect::C) {
+      std::string cur = loadElement(d, out.type, out.name + "[oidx_" + n + "]");
+      o += "  if (live_" + n + ") " + out.name + "[oidx_" + n + "] = " +
+           storeValue(d, out.type, reduceApply(*st->op, out.type, cur, "acc_" + n)) + ";\n";
+      continue;
+    }
+    std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
+    std::string value = "acc_" + n, leader = "live_" + n;
+    if (kc.reduceAxis == "x" || kc.reduceAxis == "y") {
+      o += "  const " + T + " block_" + n + " = polyk::block_reduce_" + kc.reduceAxis + "<" + op + ", " + dims + ">(acc_" + n + ");\n";
+      value = "block_" + n;
+      leader = "t_" + kc.reduceAxis + " == 0 && " + leader;
+    }
+    o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + out.name + "[oidx_" + n + "], " +
+         (out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
+                                                     : storeValue(Dialect::Cuda, out.type, value)) +
+         ");\n";
+  }
+  return o;
+}
+
+std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::string &v) {
+  const TensorDecl &out = *s.tensor(outputOf(s, st));
+  std::string a = "acc_" + st.name;
+  return a + " = " + reduceApply(*st.op, out.type, a, v) + "; live_" + st.name + " = true; oidx_" + st.name + " = " +
+         linearIndex(st.write, out) + ";";
+}
+
+std::string initMacro(const Scop &s, const ScopStatement &st, Dialect d) {
+  const TensorDecl &out = *s.tensor(outputOf(s, st));
+  return out.name + "[" + linearIndex(st.write, out) + "] = " + storeValue(d, out.type, reduceIdentity(*st.op, out.type)) + ";";
+}
+
+std::set<std::string> promotedTensors(const Scop &s) {
   std::set<std::string> promoted;
   for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
+  return promoted;
+}
+
+} // namespace
+
+std::string emitMappedC(const Scop &s) {
+  std::set<std::string> promoted = promotedTensors(s);
+  std::string o = "/* The CUDA kernels' code run on the CPU: block after block, thread after thread. */\n";
+  o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary && !promoted.count(t.name))
+      o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
+           cStorageType(t.type) + ") * " + std::to_string(t.elements()) + ");\n";
+  o += statementMacros(
+      s, Dialect::C, promoted, [&](const ScopStatement &st, const std::string &v) { return reduceMacro(s, st, v); },
+      [&](const ScopStatement &st) { return initMacro(s, st, Dialect::C); });
+  isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
+  for (const auto &kc : s.kernels) {
+    o += "  /* " + kc.name + " */\n";
+    o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] +
+         "; ++b_x)\n";
+    o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
+         std::to_string(kc.block[0]) + "; ++t_x) {\n";
+    o += kernelCode(s, mapped, kc, Dialect::C) + "  }\n";
+  }
+  o += undefMacros(s);
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Temporary && !promoted.count(t.name)) o += "  free(" + t.name + ");\n";
+  return o + "}\n";
+}
+
+std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
+  std::set<std::string> promoted = promotedTensors(s);
 
   std::string o;
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
@@ -43,78 +142,18 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
   o += "/* Statements over their domain iterators. */\n";
   o += statementMacros(
-      s, Dialect::Cuda, promoted,
-      [&](const ScopStatement &st, const std::string &v) {
-        const TensorDecl &out = *s.tensor(outputOf(s, st));
-        std::string a = "acc_" + st.name;
-        return a + " = " + reduceApply(*st.op, out.type, a, v) + "; live_" + st.name + " = true; oidx_" + st.name +
-               " = " + linearIndex(st.write, out) + ";";
-      },
-      [&](const ScopStatement &st) {
-        const TensorDecl &out = *s.tensor(outputOf(s, st));
-        return out.name + "[" + linearIndex(st.write, out) + "] = " +
-               storeValue(Dialect::Cuda, out.type, reduceIdentity(*st.op, out.type)) + ";";
-      });
+      s, Dialect::Cuda, promoted, [&](const ScopStatement &st, const std::string &v) { return reduceMacro(s, st, v); },
+      [&](const ScopStatement &st) { return initMacro(s, st, Dialect::Cuda); });
   o += "\n";
 
-  // The AST of the mapped tree; each kernel mark's subtree becomes one __global__ function.
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
-  std::map<std::string, std::string> bodies;
-  AstPrinter printer;
-  printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
-    std::string c = stmt + "(";
-    for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
-    return c + ");\n";
-  };
-  printer.guardsIntoKernels = true;
-  printer.mark = [&](const std::string &mark, const std::string &body, int, const std::vector<std::string> &guards) {
-    if (mark.rfind("kernel_", 0) != 0) return body;
-    std::string cond;
-    for (const auto &g : guards) cond += (cond.empty() ? "" : " && ") + g;
-    bodies[mark] = cond.empty() ? body : "  if (" + cond + ") {\n" + body + "  }\n";
-    return std::string();
-  };
-  isl::ast_build build = isl::ast_build::from_context(mappingContext(s.kernels));
-  printer.print(build.node_from(mapped), 1);
-
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const KernelConfig &kc = s.kernels[k];
-    int bx = kc.block[0], by = kc.block[1];
-    o += "__global__ void __launch_bounds__(" + std::to_string(bx * by * kc.block[2]) + ") " + kc.name + "(" +
+    o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
          kernelParams(s) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
-    for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
-    std::vector<const ScopStatement *> reductions;
-    for (const auto &name : kc.statements) {
-      const ScopStatement *st = s.statement(name);
-      if (st->kind != StmtKind::Reduce) continue;
-      reductions.push_back(st);
-      DType acc = computeType(s.tensor(outputOf(s, *st))->type);
-      o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + reduceIdentity(*st->op, acc) + ";\n";
-      o += "  bool live_" + name + " = false;\n  polyk_idx oidx_" + name + " = 0;\n";
-    }
-    o += bodies["kernel_" + std::to_string(k)];
-    for (const ScopStatement *st : reductions) {
-      const TensorDecl &out = *s.tensor(outputOf(s, *st));
-      DType acc = computeType(out.type);
-      std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
-      std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
-      std::string value = "acc_" + n, leader = "live_" + n;
-      if (kc.reduceAxis == "x") {
-        o += "  const " + T + " block_" + n + " = polyk::block_reduce_x<" + op + ", " + dims + ">(acc_" + n + ");\n";
-        value = "block_" + n;
-        leader = "t_x == 0 && " + leader;
-      } else if (kc.reduceAxis == "y") {
-        o += "  const " + T + " block_" + n + " = polyk::block_reduce_y<" + op + ", " + dims + ">(acc_" + n + ");\n";
-        value = "block_" + n;
-        leader = "t_y == 0 && " + leader;
-      }
-      o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + out.name + "[oidx_" + n + "], " +
-           (out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
-                                                       : storeValue(Dialect::Cuda, out.type, value)) +
-           ");\n";
-    }
+    o += kernelCode(s, mapped, kc, Dialect::Cuda);
     o += "}\n\n";
   }
   o += undefMacros(s) + "\n";

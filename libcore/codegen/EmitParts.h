@@ -20,7 +20,10 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const std::function<std::string(const ScopStatement &)> &init);
 std::string undefMacros(const Scop &s);
 std::string emitCudaKernels(const Scop &s, const std::string &blockReduce);
-std::string emitCHarness(const Scop &s);
+/// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.
+std::string emitMappedC(const Scop &s);
+/// main() comparing polyk_NAME_<suffix> with the reference.
+std::string emitCHarness(const Scop &s, const std::string &suffix);
 std::string emitCudaHarness(const Scop &s, int repetitions);
 
 } // namespace polyk::codegen

@@ -83,15 +83,15 @@ std::string compareOutputs(const Scop &s, const char *gotPrefix) {
 
 } // namespace
 
-std::string emitCHarness(const Scop &s) {
+std::string emitCHarness(const Scop &s, const std::string &suffix) {
   std::string o = "\nint main(int argc, char **argv) {\n" + setUp(s);
   for (const auto &t : s.tensors)
     if (t.role == Role::Output)
       o += "  " + std::string(cStorageType(t.type)) + " *c_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * n_" + t.name + ");\n";
-  o += "  polyk_" + s.name + "_c(" + hostArgs(s, "c_") + ");\n";
+  o += "  polyk_" + s.name + "_" + suffix + "(" + hostArgs(s, "c_") + ");\n";
   o += compareOutputs(s, "c_");
-  o += "  printf(\"%s " + s.name + " max_err=%.3g\\n\", pass ? \"PASS\" : \"FAIL\", worst);\n";
+  o += "  printf(\"%s " + s.name + " (" + suffix + ") max_err=%.3g\\n\", pass ? \"PASS\" : \"FAIL\", worst);\n";
   o += "  return pass ? 0 : 1;\n}\n";
   return o;
 }
@@ -153,9 +153,11 @@ EmitResult emit(const Scop &bound, const EmitOptions &opt) {
                        "'. Compile with -I<polyk>/libcore/runtime. */\n";
   if (opt.referenceOnly) {
     r.code = header + cPrologue(bound, Dialect::C) + "\n" + emitReference(bound);
-  } else if (opt.target == EmitOptions::Target::C) {
-    r.code = header + cPrologue(bound, Dialect::C) + "\n" + emitScheduleC(bound);
-    if (opt.harness) r.code += "\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound);
+  } else if (opt.target != EmitOptions::Target::Cuda) {
+    bool mapped = opt.target == EmitOptions::Target::MappedC;
+    r.code = header + cPrologue(bound, Dialect::C) + "\n" + (mapped ? emitMappedC(bound) : emitScheduleC(bound));
+    if (opt.harness)
+      r.code += "\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound, mapped ? "mapped" : "c");
   } else {
     r.code = header + emitCudaKernels(bound, opt.blockReduce);
     if (opt.harness) {

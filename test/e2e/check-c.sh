@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# End-to-end check without a GPU: compile the sequential C of EXAMPLE's transformed schedule
-# (flatten, schedule, tiling, binding) together with the sequential C of the original program,
-# run both on random inputs (two seeds) and compare. Usage: check-c.sh EXAMPLE.yaml WORKDIR
+# End-to-end check without a GPU, on random inputs (two seeds), against the sequential C of the
+# original program: (1) the sequential C of EXAMPLE's transformed schedule (flatten, schedule,
+# tiling, binding), (2) the CUDA kernels' own code (block / thread ids, guards, partials) run on
+# the CPU block by block and thread by thread. Usage: check-c.sh EXAMPLE.yaml WORKDIR
 set -euo pipefail
 example=$1 work=$2
 name=$(basename "$example" .yaml)
 mkdir -p "$work"
-POLYK_BIN=$POLYK_BIN "$POLYK_SRC/pipelines/compile.sh" "$example" "$work/$name.c" --target=c --harness
-cc -std=c99 -O1 -Wall -Werror -Wno-unused-function -Wno-unused-variable -I"$POLYK_SRC/libcore/runtime" \
-  "$work/$name.c" -o "$work/$name.c.bin" -lm
-"$work/$name.c.bin" 1
-"$work/$name.c.bin" 7
+for target in c c-mapped; do
+  POLYK_BIN=$POLYK_BIN "$POLYK_SRC/pipelines/compile.sh" "$example" "$work/$name.$target.c" --target=$target --harness
+  cc -std=c99 -O1 -Wall -Werror -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable \
+    -I"$POLYK_SRC/libcore/runtime" "$work/$name.$target.c" -o "$work/$name.$target.bin" -lm
+  "$work/$name.$target.bin" 1
+  "$work/$name.$target.bin" 7
+done

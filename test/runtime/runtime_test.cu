@@ -317,13 +317,20 @@ template <class Op, class T> void test_apply() {
 constexpr int kAddrs = 7;   // dst[1..7]; dst[0] and dst[8..15] are guards
 constexpr int kDst = 16;
 
-template <class Op, class T>
+// PATH 0: the public atomic_combine; 1: detail::subword_cas_combine (the
+// fallback of 16-bit types before sm_70, and of bool); 2: detail::cas_combine
+// (the generic fallback, e.g. double sum before sm_60)
+template <class Op, class T, int PATH>
 __global__ void k_atomic(const T* vals, T* dst, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) atomic_combine<Op>(dst + 1 + i % kAddrs, vals[i]);
+  if (i >= n) return;
+  T* p = dst + 1 + i % kAddrs;
+  if constexpr (PATH == 0) atomic_combine<Op>(p, vals[i]);
+  else if constexpr (PATH == 1) detail::subword_cas_combine<Op>(p, vals[i]);
+  else detail::cas_combine<Op>(p, vals[i]);
 }
 
-template <class Op, class T> void test_atomic() {
+template <class Op, class T, int PATH = 0> void test_atomic() {
   constexpr int kBlocks = 64, kThreads = 256, n = kBlocks * kThreads;
   Buf<T> vals(n), dst(kDst);
   // guards
@@ -378,7 +385,7 @@ template <class Op, class T> void test_atomic() {
   T* ddst = dev_alloc<T>(kDst);
   h2d(dvals, vals);
   h2d(ddst, dst);
-  k_atomic<Op, T><<<kBlocks, kThreads>>>(dvals, ddst, n);
+  k_atomic<Op, T, PATH><<<kBlocks, kThreads>>>(dvals, ddst, n);
   CK_LAUNCH();
   const Buf<T> got = d2h(ddst, kDst);
   CK(cudaFree(dvals));
@@ -405,7 +412,8 @@ template <class Op, class T> void test_atomic() {
     }
   }
   report(ok, std::string("atomic_combine<") + oname<Op>() + "," + tname<T>() + "> " +
-                 std::to_string(n) + " threads -> 7 adjacent addresses",
+                 std::to_string(n) + " threads -> 7 adjacent addresses" +
+                 (PATH == 1 ? " [subword CAS fallback]" : PATH == 2 ? " [CAS fallback]" : ""),
          maxerr);
 }
 
@@ -700,6 +708,15 @@ int main() {
   test_atomic_all_ops<__nv_bfloat16>();
   test_atomic_all_ops<float>();
   test_atomic_all_ops<double>();
+  // fallback paths that sm_90 does not take through atomic_combine
+  test_atomic<OpSum, __half, 1>();
+  test_atomic<OpMax, __nv_bfloat16, 1>();
+  test_atomic<OpMin, __half, 1>();
+  test_atomic<OpProd, bool, 1>();
+  test_atomic<OpOr, bool, 1>();
+  test_atomic<OpSum, double, 2>();
+  test_atomic<OpSum, __half, 2>();
+  test_atomic<OpAnd, int32_t, 2>();
 
   test_block_shape<256, 1>();
   test_block_shape<1024, 1>();

@@ -11,8 +11,10 @@ int main(int argc, char **argv) {
       {"polyk-emit",
        "Print CUDA (or sequential C) for a bound program (bound/1 -> .cu), with an optional test harness.",
        [&](CLI::App &app) {
-         app.add_option("--target", target, "cuda or c (sequential C of the same schedule)")
-             ->check(CLI::IsMember({"cuda", "c"}))
+         app.add_option("--target", target,
+                        "cuda, c (sequential C of the same schedule) or c-mapped (the kernels' code run on the "
+                        "CPU thread by thread)")
+             ->check(CLI::IsMember({"cuda", "c", "c-mapped"}))
              ->capture_default_str();
          app.add_flag("--harness", opts.harness,
                       "add a main() that checks the result against the sequential reference on random data "
@@ -25,7 +27,9 @@ int main(int argc, char **argv) {
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &extra) {
-         opts.target = target == "c" ? polyk::EmitOptions::Target::C : polyk::EmitOptions::Target::Cuda;
+         opts.target = target == "c"          ? polyk::EmitOptions::Target::C
+                       : target == "c-mapped" ? polyk::EmitOptions::Target::MappedC
+                                              : polyk::EmitOptions::Target::Cuda;
          polyk::EmitResult r = polyk::emit(polyk::readBound(in.text, in.displayName), opts);
          if (!kernelInfo.empty()) extra[kernelInfo] = polyk::writeKernel(r.kernelInfo);
          return r.code;

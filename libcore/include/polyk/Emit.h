@@ -1,7 +1,8 @@
 // polyk-emit (Panamera §5): CUDA from isl's AST of the bound schedule. A reduction becomes
 // per-thread partials (Part 1), a block reduction (Part 2, CUB's BlockReduce by default) and one
 // atomic per block into the output (Part 3), all in one kernel; a host launcher runs the kernels
-// in order. `--target=c` prints sequential C of the same schedule and `--reference` the
+// in order. `--target=c` prints sequential C of the same schedule, `--target=c-mapped` the
+// kernels' own code run on the CPU thread by thread, and `--reference` the
 // sequential C of the original program; `--harness` adds a main() that checks one against the
 // other (C) or the CUDA code against the reference on random data and times it (CUDA).
 #pragma once
@@ -13,7 +14,9 @@
 namespace polyk {
 
 struct EmitOptions {
-  enum class Target { Cuda, C } target = Target::Cuda;
+  /// Cuda; C: sequential C of the bound schedule; MappedC: the CUDA kernels' code (ids, guards,
+  /// partials) run on the CPU block by block, thread by thread.
+  enum class Target { Cuda, C, MappedC } target = Target::Cuda;
   bool harness = false;
   bool referenceOnly = false;
   std::string blockReduce = "cub"; // cub | shfl (own warp shuffles)
