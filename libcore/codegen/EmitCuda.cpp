@@ -31,6 +31,8 @@ std::string kernelArgs(const Scop &s) {
 }
 
 
+bool singleThread(const KernelConfig &kc);
+
 /// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
@@ -47,7 +49,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   std::vector<const ScopStatement *> reductions;
   for (const auto &name : kc.statements) {
     const ScopStatement *st = s.statement(name);
-    if (st->kind != StmtKind::Reduce) continue;
+    if (st->kind != StmtKind::Reduce || singleThread(kc)) continue;
     reductions.push_back(st);
     DType acc = computeType(s.tensor(outputOf(s, *st))->type);
     o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + reduceIdentity(*st->op, acc) + ";\n";
@@ -98,6 +100,24 @@ std::string initMacro(const Scop &s, const ScopStatement &st, Dialect d) {
   return out.name + "[" + linearIndex(st.write, out) + "] = " + storeValue(d, out.type, reduceIdentity(*st.op, out.type)) + ";";
 }
 
+/// A kernel of one thread (no band: isl found nothing to map) updates outputs directly: no other
+/// thread touches them, and one thread may reduce into several outputs.
+bool singleThread(const KernelConfig &kc) {
+  return kc.grid == std::array<std::string, 3>{"1", "1", "1"} && kc.block == std::array<int, 3>{1, 1, 1};
+}
+
+std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted) {
+  return statementMacros(
+      s, d, promoted,
+      [&](const ScopStatement &st, const std::string &v) {
+        if (!singleThread(kc)) return reduceMacro(s, st, v);
+        const TensorDecl &out = *s.tensor(outputOf(s, st));
+        std::string e = out.name + "[" + linearIndex(st.write, out) + "]";
+        return e + " = " + storeValue(d, out.type, reduceApply(*st.op, out.type, loadElement(d, out.type, e), v)) + ";";
+      },
+      [&](const ScopStatement &st) { return initMacro(s, st, d); });
+}
+
 std::set<std::string> promotedTensors(const Scop &s) {
   std::set<std::string> promoted;
   for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
@@ -114,19 +134,15 @@ std::string emitMappedC(const Scop &s) {
     if (t.role == Role::Temporary && !promoted.count(t.name))
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * " + std::to_string(t.elements()) + ");\n";
-  o += statementMacros(
-      s, Dialect::C, promoted, [&](const ScopStatement &st, const std::string &v) { return reduceMacro(s, st, v); },
-      [&](const ScopStatement &st) { return initMacro(s, st, Dialect::C); });
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   for (const auto &kc : s.kernels) {
-    o += "  /* " + kc.name + " */\n";
+    o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted);
     o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] +
          "; ++b_x)\n";
     o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
          std::to_string(kc.block[0]) + "; ++t_x) {\n";
-    o += kernelCode(s, mapped, kc, Dialect::C) + "  }\n";
+    o += kernelCode(s, mapped, kc, Dialect::C) + "  }\n" + undefMacros(s);
   }
-  o += undefMacros(s);
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promoted.count(t.name)) o += "  free(" + t.name + ");\n";
   return o + "}\n";
@@ -140,23 +156,19 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
   if (blockReduce == "cub") o += "#define POLYK_BLOCK_REDUCE_CUB 1\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
-  o += "/* Statements over their domain iterators. */\n";
-  o += statementMacros(
-      s, Dialect::Cuda, promoted, [&](const ScopStatement &st, const std::string &v) { return reduceMacro(s, st, v); },
-      [&](const ScopStatement &st) { return initMacro(s, st, Dialect::Cuda); });
-  o += "\n";
 
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const KernelConfig &kc = s.kernels[k];
+    o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
+    o += kernelMacros(s, kc, Dialect::Cuda, promoted);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
          kernelParams(s) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
     o += kernelCode(s, mapped, kc, Dialect::Cuda);
-    o += "}\n\n";
+    o += "}\n" + undefMacros(s) + "\n";
   }
-  o += undefMacros(s) + "\n";
 
   // The launcher: temporaries not kept in registers live in global memory for its duration.
   std::string sig = hostSignature(s, "polyk_" + s.name, true);

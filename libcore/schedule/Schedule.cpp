@@ -7,20 +7,13 @@
 #include <isl/schedule.h>
 #include <isl/schedule_node.h>
 #include <isl/union_map.h>
+#include <spdlog/spdlog.h>
 #include <sstream>
 
 namespace polyk {
 
 namespace {
 
-isl::union_set domainOf(const Scop &s, bool (*keep)(const ScopStatement &)) {
-  isl::union_set d = isl::union_set::empty(islCtx());
-  for (const auto &st : s.statements)
-    if (keep(st)) d = d.unite(isl::union_set(isl::set(islCtx(), st.domain)));
-  return d;
-}
-
-bool notInit(const ScopStatement &st) { return st.kind != StmtKind::Init; }
 
 /// Program order with every statement at its own constant first dimension, padded to one
 /// schedule space: flow analysis needs statements ordered at the same point (ISL-NOTES.md).
@@ -43,6 +36,35 @@ isl::union_map initialSchedule(const Scop &s) {
 }
 
 std::string islString(const isl::union_map &m) { return islStr(m); }
+
+/// The statements of phase `ph` in program order, each in its own band over its own dims.
+isl::schedule programOrder(const Scop &scop, const std::vector<int> &phase, int ph) {
+  isl::ctx ctx = islCtx();
+  isl::schedule out;
+  for (size_t k = 0; k < scop.statements.size(); ++k) {
+    const ScopStatement &st = scop.statements[k];
+    if (st.kind == StmtKind::Init || phase[k] != ph) continue;
+    isl::set d(ctx, st.domain);
+    isl::schedule one = isl::schedule::from_domain(isl::union_set(d));
+    unsigned n = d.tuple_dim();
+    if (n > 0) {
+      std::ostringstream os;
+      os << "[";
+      for (unsigned m = 0; m < n; ++m) {
+        os << (m ? ", " : "") << "{ " << st.name << "[";
+        for (unsigned i = 0; i < n; ++i) os << (i ? ", " : "") << "d" << i;
+        os << "] -> [(d" << m << ")] }";
+      }
+      os << "]";
+      isl::schedule_node band = one.get_root().child(0).insert_partial_schedule(isl::multi_union_pw_aff(ctx, os.str()));
+      for (unsigned m = 0; m < n; ++m)
+        band = band.as<isl::schedule_node_band>().member_set_coincident(m, st.dims[m] == "parallel" || st.kind != StmtKind::Reduce);
+      one = band.schedule();
+    }
+    out = out.is_null() ? one : isl::manage(isl_schedule_sequence(out.release(), one.release()));
+  }
+  return out;
+}
 
 } // namespace
 
@@ -254,10 +276,13 @@ Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, Ke
 
   // Accesses: a reduction reads the element it updates.
   isl::union_map writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
+  // Accesses restricted to their statements' domains: flow analysis needs bounded relations.
   for (const auto &st : scop.statements) {
-    writes = writes.unite(isl::union_map(isl::map(ctx, st.write)));
-    for (const auto &r : st.reads) reads = reads.unite(isl::union_map(isl::map(ctx, r)));
-    if (st.kind == StmtKind::Reduce) reads = reads.unite(isl::union_map(isl::map(ctx, st.write)));
+    isl::set dom(ctx, st.domain);
+    auto access = [&](const std::string &m) { return isl::union_map(isl::map(ctx, m).intersect_domain(dom)); };
+    writes = writes.unite(access(st.write));
+    for (const auto &r : st.reads) reads = reads.unite(access(r));
+    if (st.kind == StmtKind::Reduce) reads = reads.unite(access(st.write));
   }
   isl::union_access_info info(reads);
   info = info.set_must_source(writes).set_schedule_map(initialSchedule(scop));
@@ -271,20 +296,74 @@ Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, Ke
     isl::union_set d(isl::set(ctx, st.domain));
     reductionDeps = reductionDeps.unite(flow.intersect_domain(d).intersect_range(d));
   }
-  isl::union_set main = domainOf(scop, notInit);
-  isl::union_map validity = flow.intersect_domain(main).intersect_range(main).subtract(reductionDeps);
-  isl::union_map coincidence = validity.unite(reductionDeps);
-  isl::schedule_constraints sc = isl::schedule_constraints::on_domain(main)
-                                     .set_validity(validity)
-                                     .set_coincidence(coincidence)
-                                     .set_proximity(validity.unite(reductionDeps));
-  // Outer parallelism turns a y-reduce into an x-reduce (§4.1); with no parallel dim at all (only
-  // all-reduces) it would only keep producers out of their reduction's band.
-  bool anyParallelReduction = false;
-  for (const auto &st : scop.statements)
-    if (st.kind == StmtKind::Reduce && st.dims.size() > 1) anyParallelReduction = true;
-  isl_options_set_schedule_outer_coincidence(ctx.get(), anyParallelReduction ? 1 : 0);
-  isl::schedule computed = sc.compute_schedule();
+  // Phases: a statement that reads a reduction's result must run after the whole reduction, that
+  // is in a later kernel (Panamera forbids the pattern; softmax and layer norm need it). A phase
+  // is the number of reductions on the longest producer chain before a statement; the isl
+  // scheduler fuses within a phase, and phases run in sequence: the fewest kernels that are right.
+  std::vector<int> phase(scop.statements.size(), 0);
+  std::map<std::string, size_t> writer;
+  for (size_t k = 0; k < scop.statements.size(); ++k) {
+    const ScopStatement &st = scop.statements[k];
+    if (st.kind == StmtKind::Init) continue;
+    for (const auto &r : st.reads) {
+      auto w = writer.find(isl::map(ctx, r).range_tuple_id().name());
+      if (w == writer.end()) continue;
+      const ScopStatement &p = scop.statements[w->second];
+      phase[k] = std::max(phase[k], phase[w->second] + (p.kind == StmtKind::Reduce ? 1 : 0));
+    }
+    writer[isl::map(ctx, st.write).range_tuple_id().name()] = k;
+  }
+  isl::schedule computed;
+  for (int ph = 0;; ++ph) {
+    isl::union_set main = isl::union_set::empty(ctx);
+    bool anyParallelReduction = false;
+    for (size_t k = 0; k < scop.statements.size(); ++k) {
+      const ScopStatement &st = scop.statements[k];
+      if (st.kind == StmtKind::Init || phase[k] != ph) continue;
+      main = main.unite(isl::union_set(isl::set(ctx, st.domain)));
+      if (st.kind == StmtKind::Reduce && st.dims.size() > 1) anyParallelReduction = true;
+    }
+    if (main.is_empty()) break;
+    isl::union_map validity = flow.intersect_domain(main).intersect_range(main).subtract(reductionDeps);
+    isl::union_map coincidence = validity.unite(reductionDeps.intersect_domain(main));
+    // Independent reductions with the same reduced dims and extents (Panamera §5.3, Fig. 8): a
+    // proximity edge between equal points asks the scheduler to fuse them into one band, so they
+    // share one kernel and one hardware configuration; nothing orders them, so it is legal.
+    isl::union_map proximity = coincidence;
+    std::vector<const ScopStatement *> reductions;
+    for (size_t k = 0; k < scop.statements.size(); ++k)
+      if (phase[k] == ph && scop.statements[k].kind == StmtKind::Reduce) reductions.push_back(&scop.statements[k]);
+    for (size_t a = 0; a + 1 < reductions.size(); ++a) {
+      const ScopStatement &r0 = *reductions[a], &r1 = *reductions[a + 1];
+      isl::set d0(ctx, r0.domain), d1(ctx, r1.domain);
+      if (r0.dims != r1.dims) continue;
+      std::string args;
+      for (size_t d = 0; d < r0.dims.size(); ++d) args += (d ? ", d" : "d") + std::to_string(d);
+      isl::map same = isl::map(ctx, "{ " + r0.name + "[" + args + "] -> " + r1.name + "[" + args + "] }")
+                          .intersect_domain(d0)
+                          .intersect_range(d1);
+      if (!same.domain().is_equal(d0) || !same.range().is_equal(d1)) continue;
+      proximity = proximity.unite(isl::union_map(same));
+    }
+    isl::schedule_constraints sc = isl::schedule_constraints::on_domain(main)
+                                       .set_validity(validity)
+                                       .set_coincidence(coincidence)
+                                       .set_proximity(proximity);
+    // Outer parallelism turns a y-reduce into an x-reduce (§4.1); with no parallel dim at all (only
+    // all-reduces) it would only keep producers out of their reduction's band.
+    isl_options_set_schedule_outer_coincidence(ctx.get(), anyParallelReduction ? 1 : 0);
+    isl::schedule part;
+    try {
+      part = sc.compute_schedule();
+    } catch (const isl::exception &e) {
+      // The scheduler's ILP can fail (e.g. "unbounded optimum" when a 1-D producer feeds a 2-D
+      // reduction through a linearised index); program order, one band per statement, is
+      // always valid within a phase.
+      spdlog::info("isl scheduler failed on phase {} ({}); using program order", ph, e.what());
+      part = programOrder(scop, phase, ph);
+    }
+    computed = computed.is_null() ? part : isl::manage(isl_schedule_sequence(computed.release(), part.release()));
+  }
 
   // Each initialisation runs as its own kernel before the rest: after relaxation nothing else
   // orders it before the atomic updates of other blocks.
