@@ -89,6 +89,7 @@ Scop bind(const Scop &in, const BindOptions &options) {
   std::map<int, KernelSizes> sizes = parseSizes(in.sizes);
   for (const auto &[k, s] : parseSizes(options.sizes)) {
     if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
+    if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
     sizes[k].block = s.block;
   }
 
@@ -152,7 +153,7 @@ Scop bind(const Scop &in, const BindOptions &options) {
                          " exceeds tile size " + std::to_string(sz.tile[m]));
     }
     if (kc.block[0] * kc.block[1] > 1024) throw UsageError("kernel " + std::to_string(k) + ": more than 1024 threads per block");
-    if (red >= 0) kc.reduceAxis = threadAxis[red];
+    if (red >= 0) kc.reduceAxis = threadAxis[red], kc.reduceBlockAxis = blockAxis[red];
 
     // Registers for fused temporaries, decided on the untiled band's schedule.
     isl::union_map kernelSchedule = isl::union_map::from(tileBand.get_partial_schedule())
@@ -172,6 +173,7 @@ Scop bind(const Scop &in, const BindOptions &options) {
     out.kernels.push_back(kc);
   }
   out.schedule = printScheduleBlock(sched);
+  out.sizes = printSizes(sizes); // with the overrides, as used
   out.provenance.push_back(currentStage("polyk-bind"));
   return out;
 }

@@ -33,10 +33,42 @@ std::string kernelArgs(const Scop &s) {
 
 bool singleThread(const KernelConfig &kc);
 
+/// How a block's partial reaches the output (Panamera Part 3 and its deterministic variant).
+enum class Return {
+  Direct,  // one block per output element: the leader stores it (no atomic, no initialisation needed)
+  Atomic,  // Panamera: one atomic per block
+  Ordered, // per-block partials in the accumulation type, combined in block order by the last block
+};
+
+std::string blocksPerOutput(const KernelConfig &kc) {
+  return kc.reduceBlockAxis == "x" ? kc.grid[0] : kc.reduceBlockAxis == "y" ? kc.grid[1] : "1";
+}
+
+Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st, const std::string &determinism) {
+  if (blocksPerOutput(kc) == "1") return Return::Direct;
+  DType out = s.tensor(outputOf(s, st))->type;
+  // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end.
+  if (determinism == "run_to_run" || out == DType::F16 || out == DType::BF16) return Return::Ordered;
+  return Return::Atomic;
+}
+
+/// Scratch of an ordered return: partials[outputs * blocks] and counters[outputs].
+std::string orderedParams(const Scop &s, const KernelConfig &kc, const std::string &determinism) {
+  std::string p;
+  for (const auto &name : kc.statements) {
+    const ScopStatement *st = s.statement(name);
+    if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, determinism) != Return::Ordered) continue;
+    DType acc = computeType(s.tensor(outputOf(s, *st))->type);
+    p += std::string(", ") + computeCType(acc) + " *__restrict__ partials_" + name + ", unsigned int *__restrict__ counter_" + name;
+  }
+  return p;
+}
+
 /// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
-std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d) {
+std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d,
+                       const std::string &determinism) {
   AstPrinter printer;
   printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
     std::string c = stmt + "(";
@@ -68,9 +100,10 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     DType acc = computeType(out.type);
     std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
     if (d == Dialect::C) {
-      std::string cur = loadElement(d, out.type, out.name + "[oidx_" + n + "]");
-      o += "  if (live_" + n + ") " + out.name + "[oidx_" + n + "] = " +
-           storeValue(d, out.type, reduceApply(*st->op, out.type, cur, "acc_" + n)) + ";\n";
+      // Each thread alone: its partial joins the kernel's accumulator (compute type), stored at
+      // the end of the kernel as the last block's combine would.
+      o += "  if (live_" + n + ") pacc_" + n + "[oidx_" + n + "] = " +
+           reduceApply(*st->op, out.type, "pacc_" + n + "[oidx_" + n + "]", "acc_" + n) + ";\n";
       continue;
     }
     std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
@@ -80,10 +113,19 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
       value = "block_" + n;
       leader = "t_" + kc.reduceAxis + " == 0 && " + leader;
     }
-    o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + out.name + "[oidx_" + n + "], " +
-         (out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
-                                                     : storeValue(Dialect::Cuda, out.type, value)) +
-         ");\n";
+    std::string target = out.name + "[oidx_" + n + "]";
+    std::string stored = out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
+                                                                   : storeValue(Dialect::Cuda, out.type, value);
+    switch (returnMode(s, kc, *st, determinism)) {
+    case Return::Direct: o += "  if (" + leader + ") " + target + " = " + stored + ";\n"; break;
+    case Return::Atomic: o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + target + ", " + stored + ");\n"; break;
+    case Return::Ordered: {
+      std::string slots = blocksPerOutput(kc);
+      o += "  if (" + leader + ") polyk::ordered_combine_to<" + op + ">(partials_" + n + " + (long long)oidx_" + n + " * " + slots +
+           ", counter_" + n + " + oidx_" + n + ", (int)b_" + kc.reduceBlockAxis + ", " + slots + ", " + value + ", &" + target + ");\n";
+      break;
+    }
+    }
   }
   return o;
 }
@@ -137,18 +179,33 @@ std::string emitMappedC(const Scop &s) {
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   for (const auto &kc : s.kernels) {
     o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted);
+    std::vector<const ScopStatement *> reductions;
+    for (const auto &name : kc.statements)
+      if (s.statement(name)->kind == StmtKind::Reduce && !singleThread(kc)) reductions.push_back(s.statement(name));
+    for (const ScopStatement *st : reductions) {
+      const TensorDecl &out = *s.tensor(outputOf(s, *st));
+      std::string T = computeCType(out.type);
+      o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + std::to_string(out.elements()) + ");\n";
+      o += "  for (polyk_idx e = 0; e < " + std::to_string(out.elements()) + "; ++e) pacc_" + st->name + "[e] = " +
+           loadElement(Dialect::C, out.type, out.name + "[e]") + ";\n";
+    }
     o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] +
          "; ++b_x)\n";
     o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
          std::to_string(kc.block[0]) + "; ++t_x) {\n";
-    o += kernelCode(s, mapped, kc, Dialect::C) + "  }\n" + undefMacros(s);
+    o += kernelCode(s, mapped, kc, Dialect::C, "not_guaranteed") + "  }\n" + undefMacros(s);
+    for (const ScopStatement *st : reductions) {
+      const TensorDecl &out = *s.tensor(outputOf(s, *st));
+      o += "  for (polyk_idx e = 0; e < " + std::to_string(out.elements()) + "; ++e) " + out.name + "[e] = " +
+           storeValue(Dialect::C, out.type, "pacc_" + st->name + "[e]") + ";\n  free(pacc_" + st->name + ");\n";
+    }
   }
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promoted.count(t.name)) o += "  free(" + t.name + ");\n";
   return o + "}\n";
 }
 
-std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
+std::string emitCudaKernels(const Scop &s, const std::string &blockReduce, const std::string &determinism) {
   std::set<std::string> promoted = promotedTensors(s);
 
   std::string o;
@@ -163,10 +220,10 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += kernelMacros(s, kc, Dialect::Cuda, promoted);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
-         kernelParams(s) + ") {\n";
+         kernelParams(s) + orderedParams(s, kc, determinism) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
-    o += kernelCode(s, mapped, kc, Dialect::Cuda);
+    o += kernelCode(s, mapped, kc, Dialect::Cuda, determinism);
     o += "}\n" + undefMacros(s) + "\n";
   }
 
@@ -187,9 +244,24 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce) {
          "LL, stream)) != cudaSuccess) return err;\n";
   }
   for (const auto &kc : s.kernels) {
+    std::string extra;
+    for (const auto &name : kc.statements) {
+      const ScopStatement *st = s.statement(name);
+      if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, determinism) != Return::Ordered) continue;
+      // Scratch kept across launches: the last block resets each counter for the next launch.
+      const TensorDecl &out = *s.tensor(outputOf(s, *st));
+      std::string T = computeCType(computeType(out.type)), n = std::to_string(out.elements()) + "LL";
+      o += "  static " + T + " *partials_" + name + " = nullptr;\n  static unsigned int *counter_" + name + " = nullptr;\n";
+      o += "  if (!partials_" + name + ") {\n";
+      o += "    if ((err = cudaMalloc((void **)&partials_" + name + ", sizeof(" + T + ") * " + n + " * " + blocksPerOutput(kc) +
+           ")) != cudaSuccess) return err;\n";
+      o += "    if ((err = cudaMalloc((void **)&counter_" + name + ", sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n";
+      o += "    if ((err = cudaMemset(counter_" + name + ", 0, sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n  }\n";
+      extra += ", partials_" + name + ", counter_" + name;
+    }
     o += "  " + kc.name + "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + kc.grid[2] + "), dim3(" +
          std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) +
-         "), 0, stream>>>(" + kernelArgs(s) + ");\n";
+         "), 0, stream>>>(" + kernelArgs(s) + extra + ");\n";
     o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
   }
   for (const auto &t : s.tensors)

@@ -19,7 +19,7 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init);
 std::string undefMacros(const Scop &s);
-std::string emitCudaKernels(const Scop &s, const std::string &blockReduce);
+std::string emitCudaKernels(const Scop &s, const std::string &blockReduce, const std::string &determinism);
 /// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.
 std::string emitMappedC(const Scop &s);
 /// main() comparing polyk_NAME_<suffix> with the reference.

@@ -100,6 +100,8 @@ BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
     if (st.kind != StmtKind::Reduce) continue;
     if (dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) continue;
     shape.form = st.form;
+    // Panamera §5.2: bool has no atomics of its size; one block per output suffices for it.
+    shape.singleBlock = scop.tensor(isl::map(islCtx(), st.write).range_tuple_id().name())->type == DType::Bool;
     std::vector<int> dimOf = bandMemberDims(band, st.name);
     for (unsigned m = 0; m < dimOf.size(); ++m) {
       if (dimOf[m] < 0) continue;
@@ -169,7 +171,17 @@ isl::schedule markReductions(isl::schedule sched, const Scop &scop) {
 
 } // namespace
 
+static KernelSizes defaultSizesAnyType(const BandShape &b);
+
 KernelSizes defaultSizes(const BandShape &b) {
+  KernelSizes s = defaultSizesAnyType(b);
+  if (b.singleBlock)
+    for (size_t m = 0; m < b.extent.size(); ++m)
+      if (b.reduced[m]) s.tile[m] = roundUp(b.extent[m], s.block[m]);
+  return s;
+}
+
+static KernelSizes defaultSizesAnyType(const BandShape &b) {
   // Panamera Part 1: more work per thread, fewer blocks, fewer atomics. About two resident
   // blocks per SM of an H100 (132 SMs) fill the machine; more blocks only add atomics.
   const long long targetBlocks = 264;
@@ -418,6 +430,9 @@ Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, Ke
     node = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k)));
     full = node.schedule();
   }
+  for (const auto &[k, sz] : requested)
+    if (k < 0 || k >= nKernels)
+      throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] (kernels 0 to " + std::to_string(nKernels - 1) + ")");
   full = markReductions(full, scop);
 
   Scop out = scop;

@@ -148,6 +148,9 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
       kc.reduceAxis = doc.str(doc.field(k, "reduce_axis"));
       if (kc.reduceAxis != "none" && kc.reduceAxis != "x" && kc.reduceAxis != "y")
         fail(doc.valueLoc(k["reduce_axis"]), "'reduce_axis' must be none, x or y");
+      kc.reduceBlockAxis = doc.str(doc.field(k, "reduce_block_axis"));
+      if (kc.reduceBlockAxis != "none" && kc.reduceBlockAxis != "x" && kc.reduceBlockAxis != "y")
+        fail(doc.valueLoc(k["reduce_block_axis"]), "'reduce_block_axis' must be none, x or y");
       kc.promoted = strList(doc, doc.field(k, "promoted"));
       s.kernels.push_back(kc);
     }
@@ -220,6 +223,7 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
       out << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginSeq << k.block[0] << k.block[1]
           << k.block[2] << YAML::EndSeq;
       out << YAML::Key << "reduce_axis" << YAML::Value << k.reduceAxis;
+      out << YAML::Key << "reduce_block_axis" << YAML::Value << k.reduceBlockAxis;
       out << YAML::Key << "promoted" << YAML::Value << YAML::Flow << k.promoted;
       out << YAML::EndMap;
     }

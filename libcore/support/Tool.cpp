@@ -82,10 +82,18 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
   else if (verbose >= 2) spdlog::set_level(spdlog::level::debug);
 
   // Provenance records the options that shape the output, not file names.
+  std::vector<std::string> fileOptions = spec.fileOptions;
+  fileOptions.push_back("--output");
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-o" || a == "--output") { ++i; continue; }
-    if (a.rfind("--output=", 0) == 0 || a == input || a == "-v" || a == "-q" || a == "-vv") continue;
+    if (a == "-o") { ++i; continue; }
+    if (a.rfind("-o", 0) == 0 && a.rfind("--", 0) != 0) continue; // -oFILE
+    bool file = false;
+    for (const auto &f : fileOptions) {
+      if (a == f) ++i, file = true;
+      else if (a.rfind(f + "=", 0) == 0) file = true;
+    }
+    if (file || a == input || a.find_first_not_of("-vq") == std::string::npos) continue;
     if (!gOptions.empty()) gOptions += " ";
     gOptions += a;
   }

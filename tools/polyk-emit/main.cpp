@@ -23,6 +23,10 @@ int main(int argc, char **argv) {
          app.add_option("--block-reduce", opts.blockReduce, "block reduction: cub (CUB's BlockReduce) or shfl")
              ->check(CLI::IsMember({"cub", "shfl"}))
              ->capture_default_str();
+         app.add_option("--determinism", opts.determinism,
+                        "not_guaranteed (one atomic per block) or run_to_run (identical bits on every run)")
+             ->check(CLI::IsMember({"not_guaranteed", "run_to_run"}))
+             ->capture_default_str();
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },
@@ -33,5 +37,6 @@ int main(int argc, char **argv) {
          polyk::EmitResult r = polyk::emit(polyk::readBound(in.text, in.displayName), opts);
          if (!kernelInfo.empty()) extra[kernelInfo] = polyk::writeKernel(r.kernelInfo);
          return r.code;
-       }});
+       },
+       {"--kernel-info"}});
 }

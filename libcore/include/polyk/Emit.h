@@ -20,6 +20,10 @@ struct EmitOptions {
   bool harness = false;
   bool referenceOnly = false;
   std::string blockReduce = "cub"; // cub | shfl (own warp shuffles)
+  /// not_guaranteed: Panamera's atomic return; run_to_run: the same bits on every run (per-block
+  /// partials combined in block order by the last block to finish, still one kernel). The names
+  /// are CUB's. f16 / bf16 outputs always take the ordered path, to accumulate in f32.
+  std::string determinism = "not_guaranteed";
   int repetitions = 100;           // timed runs of the CUDA harness
   std::string sourceName;          // name of the .cu written, for kernel/1
 };

@@ -45,6 +45,7 @@ struct KernelConfig {
   std::array<std::string, 3> grid{"1", "1", "1"}; // C expressions of the parameters
   std::array<int, 3> block{1, 1, 1};
   std::string reduceAxis = "none";       // thread axis of the block reduction: none, x, y
+  std::string reduceBlockAxis = "none";  // grid axis over which one reduction spans blocks
   std::vector<std::string> promoted;     // temporaries kept in registers
 };
 

@@ -26,6 +26,8 @@ struct ToolSpec {
   std::function<void(CLI::App &)> addOptions;
   /// Returns the main output's text. Throws InputError (exit 1) or UsageError (exit 2).
   std::function<std::string(const ToolInput &, ExtraOutputs &)> run;
+  /// Options whose value names a file: left out of provenance, like -o and the input.
+  std::vector<std::string> fileOptions = {};
 };
 
 int runTool(int argc, char **argv, const ToolSpec &spec);

@@ -612,6 +612,23 @@ __device__ __forceinline__ T load_cg(const T* p) {
 // run -- and writes *out (overwrite_out ? result : Op::apply(*out, result)),
 // then resets *counter to 0 for the next launch.  Returns nothing; *out is
 // only complete after the kernel has finished.
+// ordered_combine into an output of another type (the result is converted once): f16 / bf16
+// outputs whose partials are kept in f32. Always overwrites *out.
+template <class Op, class T, class TOut>
+__device__ void ordered_combine_to(T* partials, unsigned int* counter, int slot, int nslots,
+                                   T block_value, TOut* out) {
+  partials[slot] = block_value;
+  __threadfence();
+  const unsigned old = atomicAdd(counter, 1u);
+  if (old == unsigned(nslots - 1)) {
+    __threadfence();
+    T acc = detail::load_cg(&partials[0]);
+    for (int i = 1; i < nslots; ++i) acc = Op::apply(acc, detail::load_cg(&partials[i]));
+    *out = static_cast<TOut>(acc);
+    atomicExch(counter, 0u);
+  }
+}
+
 template <class Op, class T>
 __device__ void ordered_combine(T* partials, unsigned int* counter, int slot, int nslots,
                                 T block_value, T* out, bool overwrite_out) {
