@@ -8,6 +8,7 @@ packages=(
   libisl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   googletest libgtest-dev
   llvm-14-tools   # lit and FileCheck
+  python3-yaml python3-jsonschema   # schema validation test
 )
 missing=()
 for p in "${packages[@]}"; do
