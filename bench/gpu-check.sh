@@ -13,6 +13,7 @@ if [ "$mode" = prepare ]; then
   for p in examples/*.yaml examples/*/*.yaml; do
     name=$(echo "${p#examples/}" | sed 's|/|_|g; s|\.yaml$||')
     POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$name.cu" --harness || exit 1
+    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$name.det.cu" --harness --determinism=run_to_run || exit 1
   done
   cp -r libcore/runtime "$dir/runtime"
   ls "$dir"
@@ -21,7 +22,7 @@ fi
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1
 ls "$dir"/*.cu | xargs -P 16 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || echo 'nvcc failed: {}'"
-printf '\n%-28s %-6s %-12s %s\n' example result max_err median_us
+printf '\n%-32s %-6s %-10s %-10s %s\n' example result max_err median_us bits_stable
 status=0
 for cu in "$dir"/*.cu; do
   bin=${cu%.cu}
@@ -31,7 +32,10 @@ for cu in "$dir"/*.cu; do
   res=$(echo "$line" | awk '{print $1}')
   err=$(echo "$line" | sed -n 's/.*max_err=\([^ ]*\).*/\1/p')
   t=$(echo "$line" | sed -n 's/.*median_us=\([^ ]*\).*/\1/p')
+  stable=$(echo "$line" | sed -n 's/.*bits_stable=\([^ ]*\).*/\1/p')
   [ "$res" = PASS ] || { status=1; echo "$line" >&2; }
-  printf '%-28s %-6s %-12s %s\n' "$name" "${res:-ERROR}" "${err:--}" "${t:--}"
+  # run_to_run builds (*.det) must give the same bits on every run.
+  case "$name" in *.det) [ "$stable" = 1 ] || { status=1; res="${res}!"; } ;; esac
+  printf '%-32s %-6s %-10s %-10s %s\n' "$name" "${res:-ERROR}" "${err:--}" "${t:--}" "${stable:--}"
 done
 exit $status

@@ -69,13 +69,28 @@ std::string hostArgs(const Scop &s, const char *outPrefix) {
   return a;
 }
 
+/// The longest reduction of the program (number of elements combined into one output).
+long long reductionLength(const Scop &s) {
+  long long longest = 1;
+  for (const auto &st : s.statements) {
+    if (st.kind != StmtKind::Reduce) continue;
+    isl::set dom(islCtx(), st.domain);
+    long long n = 1;
+    for (size_t d = 0; d < st.dims.size(); ++d)
+      if (st.dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1;
+    longest = std::max(longest, n);
+  }
+  return longest;
+}
+
 std::string compareOutputs(const Scop &s, const char *gotPrefix) {
   std::string o = "  int pass = 1;\n  double worst = 0;\n";
+  std::string length = std::to_string(reductionLength(s)) + ".0";
   for (const auto &t : s.tensors) {
     if (t.role != Role::Output) continue;
     o += "  {\n    double err = polyk_compare(" + std::string(gotPrefix) + t.name + ", r_" + t.name + ", n_" + t.name + ", " +
          dtypeEnum(t.type) + ");\n";
-    o += "    if (!(err <= polyk_tolerance(" + std::string(dtypeEnum(t.type)) + "))) pass = 0;\n";
+    o += "    if (!(err <= polyk_tolerance(" + std::string(dtypeEnum(t.type)) + ", " + length + "))) pass = 0;\n";
     o += "    if (!(err <= worst)) worst = err;\n  }\n";
   }
   return o;
@@ -135,7 +150,16 @@ std::string emitCudaHarness(const Scop &s, int reps) {
   o += "    POLYK_CHECK(cudaEventRecord(stop, 0));\n    POLYK_CHECK(cudaEventSynchronize(stop));\n";
   o += "    POLYK_CHECK(cudaEventElapsedTime(&times[r], start, stop));\n  }\n";
   o += "  double med = reps > 0 ? polyk_median(times, reps) * 1000.0 : 0.0;\n";
-  o += "  printf(\"%s " + s.name + " max_err=%.3g median_us=%.2f\\n\", pass ? \"PASS\" : \"FAIL\", worst, med);\n";
+  // After all the timed runs, are the outputs the same bits as after the first?
+  o += "  int stable = 1;\n";
+  for (const auto &t : s.tensors) {
+    if (t.role != Role::Output) continue;
+    std::string ty = cStorageType(t.type);
+    o += "  {\n    " + ty + " *again = (" + ty + " *)malloc(sizeof(" + ty + ") * n_" + t.name + ");\n";
+    o += "    POLYK_CHECK(cudaMemcpy(again, d_" + t.name + ", sizeof(" + ty + ") * n_" + t.name + ", cudaMemcpyDeviceToHost));\n";
+    o += "    if (memcmp(again, g_" + t.name + ", sizeof(" + ty + ") * n_" + t.name + ") != 0) stable = 0;\n    free(again);\n  }\n";
+  }
+  o += "  printf(\"%s " + s.name + " max_err=%.3g median_us=%.2f bits_stable=%d\\n\", pass ? \"PASS\" : \"FAIL\", worst, med, stable);\n";
   o += "  return pass ? 0 : 1;\n}\n";
   return o;
 }
@@ -163,7 +187,7 @@ EmitResult emit(const Scop &bound, const EmitOptions &opt) {
   } else {
     r.code = header + emitCudaKernels(bound, opt.blockReduce, opt.determinism);
     if (opt.harness) {
-      r.code += "\n/* Host side of the harness. */\n#include <stdio.h>\n#include <stdlib.h>\n#include \"polyk/harness.h\"\n\n";
+      r.code += "\n/* Host side of the harness. */\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"polyk/harness.h\"\n\n";
       r.code += emitReference(bound) + emitCudaHarness(bound, opt.repetitions);
     }
   }
