@@ -29,12 +29,9 @@ out=${OUT:-/tmp}
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 ls "$dir"/*.cu | xargs -P "$(nproc)" -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || echo 'nvcc failed: {}'"
 : > "$out/matrix.txt"
-for cu in "$dir"/*.cu; do
-  bin=${cu%.cu}
-  name=$(basename "$bin")
-  if [ -x "$bin" ]; then line=$("$bin" 5 5 2>&1 | tail -1); else line="NOBUILD $name"; fi
-  echo "$name $line" >> "$out/matrix.txt"
-done
+# Correctness only (timings of concurrent runs mean nothing): eight harnesses at a time.
+export out
+ls "$dir"/*.cu | sed 's/\.cu$//' | xargs -P 8 -I{} sh -c 'n=$(basename {}); if [ -x {} ]; then l=$({} 5 5 2>&1 | tail -1); else l=NOBUILD; fi; echo "$n $l" >> "$out/matrix.txt"'
 python3 - "$out/matrix.txt" <<'PY'
 import collections, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
