@@ -42,7 +42,7 @@ struct ScopStatement {
 struct KernelConfig {
   std::string name;
   std::vector<std::string> statements;
-  std::array<std::string, 3> grid{"1", "1", "1"}; // C expressions of the parameters
+  std::array<std::string, 3> grid{"1", "1", "1"}; // blocks per axis (integer literals for now)
   std::array<int, 3> block{1, 1, 1};
   std::string reduceAxis = "none";       // thread axis of the block reduction: none, x, y
   std::string reduceBlockAxis = "none";  // grid axis over which one reduction spans blocks
