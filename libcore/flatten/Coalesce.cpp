@@ -81,7 +81,6 @@ struct Builder {
       std::map<std::string, std::string> rename; // consumer iterator -> producer iterator
       for (size_t d = 0; d < a->indices.size(); ++d) rename[a->indices[d]] = ps.stmt.lhs.indices[d];
       Plan plan = *plans[consumer];
-      plan.form = plans[consumer]->form;
       for (auto &g : plan.groups)
         for (auto &name : g) name = rename.at(name);
       plan.interchanged = false;
