@@ -6,6 +6,7 @@
 #include "EmitParts.h"
 
 #include "polyk/Bind.h"
+#include "polyk/Emit.h"
 
 namespace polyk::codegen {
 
@@ -44,20 +45,22 @@ std::string blocksPerOutput(const KernelConfig &kc) {
   return kc.reduceBlockAxis == "x" ? kc.grid[0] : kc.reduceBlockAxis == "y" ? kc.grid[1] : "1";
 }
 
-Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st, const std::string &determinism) {
+Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st, const EmitOptions &opt) {
   if (blocksPerOutput(kc) == "1") return Return::Direct;
   DType out = s.tensor(outputOf(s, st))->type;
-  // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end.
-  if (determinism == "run_to_run" || out == DType::F16 || out == DType::BF16) return Return::Ordered;
+  // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end (unless the
+  // input type is asked for: then Panamera's f16 / bf16 atomics).
+  bool lowPrecision = (out == DType::F16 || out == DType::BF16) && opt.accumulate == "f32";
+  if (opt.determinism == "run_to_run" || lowPrecision) return Return::Ordered;
   return Return::Atomic;
 }
 
 /// Scratch of an ordered return: partials[outputs * blocks] and counters[outputs].
-std::string orderedParams(const Scop &s, const KernelConfig &kc, const std::string &determinism) {
+std::string orderedParams(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) {
   std::string p;
   for (const auto &name : kc.statements) {
     const ScopStatement *st = s.statement(name);
-    if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, determinism) != Return::Ordered) continue;
+    if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Ordered) continue;
     DType acc = computeType(s.tensor(outputOf(s, *st))->type);
     p += std::string(", ") + computeCType(acc) + " *__restrict__ partials_" + name + ", unsigned int *__restrict__ counter_" + name;
   }
@@ -68,7 +71,7 @@ std::string orderedParams(const Scop &s, const KernelConfig &kc, const std::stri
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
 std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d,
-                       const std::string &determinism) {
+                       const EmitOptions &opt) {
   AstPrinter printer;
   printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
     std::string c = stmt + "(";
@@ -116,7 +119,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     std::string target = out.name + "[oidx_" + n + "]";
     std::string stored = out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
                                                                    : storeValue(Dialect::Cuda, out.type, value);
-    switch (returnMode(s, kc, *st, determinism)) {
+    switch (returnMode(s, kc, *st, opt)) {
     case Return::Direct: o += "  if (" + leader + ") " + target + " = " + stored + ";\n"; break;
     case Return::Atomic: o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + target + ", " + stored + ");\n"; break;
     case Return::Ordered: {
@@ -130,10 +133,13 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   return o;
 }
 
-std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::string &v) {
+std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::string &v, Dialect d, const EmitOptions &opt) {
   const TensorDecl &out = *s.tensor(outputOf(s, st));
   std::string a = "acc_" + st.name;
-  return a + " = " + reduceApply(*st.op, out.type, a, v) + "; live_" + st.name + " = true; oidx_" + st.name + " = " +
+  std::string next = reduceApply(*st.op, out.type, a, v);
+  // --accumulate=input: the partial is rounded to the f16 / bf16 input type at every step.
+  if (opt.accumulate == "input") next = roundToStorage(d, out.type, next);
+  return a + " = " + next + "; live_" + st.name + " = true; oidx_" + st.name + " = " +
          linearIndex(st.write, out) + ";";
 }
 
@@ -148,11 +154,12 @@ bool singleThread(const KernelConfig &kc) {
   return kc.grid == std::array<std::string, 3>{"1", "1", "1"} && kc.block == std::array<int, 3>{1, 1, 1};
 }
 
-std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted) {
+std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
+                         const EmitOptions &opt) {
   return statementMacros(
       s, d, promoted,
       [&](const ScopStatement &st, const std::string &v) {
-        if (!singleThread(kc)) return reduceMacro(s, st, v);
+        if (!singleThread(kc)) return reduceMacro(s, st, v, d, opt);
         const TensorDecl &out = *s.tensor(outputOf(s, st));
         std::string e = out.name + "[" + linearIndex(st.write, out) + "]";
         return e + " = " + storeValue(d, out.type, reduceApply(*st.op, out.type, loadElement(d, out.type, e), v)) + ";";
@@ -168,7 +175,7 @@ std::set<std::string> promotedTensors(const Scop &s) {
 
 } // namespace
 
-std::string emitMappedC(const Scop &s) {
+std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
   std::set<std::string> promoted = promotedTensors(s);
   std::string o = "/* The CUDA kernels' code run on the CPU: block after block, thread after thread. */\n";
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
@@ -178,7 +185,7 @@ std::string emitMappedC(const Scop &s) {
            cStorageType(t.type) + ") * " + std::to_string(t.elements()) + ");\n";
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   for (const auto &kc : s.kernels) {
-    o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted);
+    o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted, opt);
     std::vector<const ScopStatement *> reductions;
     for (const auto &name : kc.statements)
       if (s.statement(name)->kind == StmtKind::Reduce && !singleThread(kc)) reductions.push_back(s.statement(name));
@@ -193,7 +200,7 @@ std::string emitMappedC(const Scop &s) {
          "; ++b_x)\n";
     o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
          std::to_string(kc.block[0]) + "; ++t_x) {\n";
-    o += kernelCode(s, mapped, kc, Dialect::C, "not_guaranteed") + "  }\n" + undefMacros(s);
+    o += kernelCode(s, mapped, kc, Dialect::C, opt) + "  }\n" + undefMacros(s);
     for (const ScopStatement *st : reductions) {
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
       o += "  for (polyk_idx e = 0; e < " + std::to_string(out.elements()) + "; ++e) " + out.name + "[e] = " +
@@ -205,12 +212,12 @@ std::string emitMappedC(const Scop &s) {
   return o + "}\n";
 }
 
-std::string emitCudaKernels(const Scop &s, const std::string &blockReduce, const std::string &determinism) {
+std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
   std::set<std::string> promoted = promotedTensors(s);
 
   std::string o;
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
-  if (blockReduce == "cub") o += "#define POLYK_BLOCK_REDUCE_CUB 1\n";
+  if (opt.blockReduce == "cub") o += "#define POLYK_BLOCK_REDUCE_CUB 1\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
 
@@ -218,12 +225,12 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce, const
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     const KernelConfig &kc = s.kernels[k];
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
-    o += kernelMacros(s, kc, Dialect::Cuda, promoted);
+    o += kernelMacros(s, kc, Dialect::Cuda, promoted, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
-         kernelParams(s) + orderedParams(s, kc, determinism) + ") {\n";
+         kernelParams(s) + orderedParams(s, kc, opt) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
-    o += kernelCode(s, mapped, kc, Dialect::Cuda, determinism);
+    o += kernelCode(s, mapped, kc, Dialect::Cuda, opt);
     o += "}\n" + undefMacros(s) + "\n";
   }
 
@@ -247,7 +254,7 @@ std::string emitCudaKernels(const Scop &s, const std::string &blockReduce, const
     std::string extra;
     for (const auto &name : kc.statements) {
       const ScopStatement *st = s.statement(name);
-      if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, determinism) != Return::Ordered) continue;
+      if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Ordered) continue;
       // Scratch kept across launches: the last block resets each counter for the next launch.
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
       std::string T = computeCType(computeType(out.type)), n = std::to_string(out.elements()) + "LL";

@@ -4,6 +4,8 @@
 
 #include "CodegenInternal.h"
 
+#include "polyk/Emit.h"
+
 #include <set>
 
 namespace polyk::codegen {
@@ -19,11 +21,11 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init);
 std::string undefMacros(const Scop &s);
-std::string emitCudaKernels(const Scop &s, const std::string &blockReduce, const std::string &determinism);
+std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
 /// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.
-std::string emitMappedC(const Scop &s);
+std::string emitMappedC(const Scop &s, const EmitOptions &opt);
 /// main() comparing polyk_NAME_<suffix> with the reference.
-std::string emitCHarness(const Scop &s, const std::string &suffix);
-std::string emitCudaHarness(const Scop &s, int repetitions);
+std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOptions &opt);
+std::string emitCudaHarness(const Scop &s, const EmitOptions &opt);
 
 } // namespace polyk::codegen

@@ -27,6 +27,10 @@ int main(int argc, char **argv) {
                         "not_guaranteed (one atomic per block) or run_to_run (identical bits on every run)")
              ->check(CLI::IsMember({"not_guaranteed", "run_to_run"}))
              ->capture_default_str();
+         app.add_option("--accumulate", opts.accumulate,
+                        "accumulation type of f16 / bf16 reductions: f32, or input (rounded at every step)")
+             ->check(CLI::IsMember({"f32", "input"}))
+             ->capture_default_str();
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },

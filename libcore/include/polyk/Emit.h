@@ -24,6 +24,10 @@ struct EmitOptions {
   /// partials combined in block order by the last block to finish, still one kernel). The names
   /// are CUB's. f16 / bf16 outputs always take the ordered path, to accumulate in f32.
   std::string determinism = "not_guaranteed";
+  /// Accumulation type of f16 / bf16 reductions: f32 (default: partials, block reductions and the
+  /// cross-block combine in f32, one rounding at the end) or input (rounded to the input type at
+  /// every step, f16 / bf16 atomics across blocks: what a kernel in that type alone would do).
+  std::string accumulate = "f32";
   int repetitions = 100;           // timed runs of the CUDA harness
   std::string sourceName;          // name of the .cu written, for kernel/1
 };
