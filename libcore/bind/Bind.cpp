@@ -133,8 +133,16 @@ Scop bind(const Scop &in, const BindOptions &options) {
     // Tiles per member: the launch grid.
     isl::union_map tileMap = isl::union_map::from(tileBand.get_partial_schedule());
     isl::set tiles = tileMap.intersect_domain(nodeDomain(tileBand)).range().as_set();
-    std::vector<long long> count(n);
-    for (unsigned m = 0; m < n; ++m) count[m] = tiles.dim_max_val(m).get_num_si() + 1;
+    isl::set tilesAtDefaults = tiles.intersect_params(isl::set(ctx, paramDefaults(in)));
+    std::vector<long long> count(n);     // at the parameters' values, for the checks
+    std::vector<std::string> countC(n);  // as C, symbolic where the extent is
+    for (unsigned m = 0; m < n; ++m) {
+      count[m] = tilesAtDefaults.dim_max_val(m).get_num_si() + 1;
+      isl::pw_aff last = isl::manage(isl_set_dim_max(tiles.copy(), (int)m));
+      bool constant = isl_pw_aff_is_cst(last.get()) == isl_bool_true;
+      isl::pw_aff one = isl::manage(isl_pw_aff_val_on_domain(isl_pw_aff_domain(last.copy()), isl_val_one(ctx.get())));
+      countC[m] = constant ? std::to_string(count[m]) : cExpression(last.add(one));
+    }
     if (n == 2 && count[blockAxis[0] == "y" ? 0 : 1] > 65535) {
       std::swap(blockAxis[0], blockAxis[1]); // blockIdx.y is limited to 65535
       if (count[blockAxis[0] == "y" ? 0 : 1] > 65535)
@@ -143,7 +151,7 @@ Scop bind(const Scop &in, const BindOptions &options) {
     for (unsigned m = 0; m < n; ++m) {
       int a = threadAxis[m] == "x" ? 0 : 1;
       kc.block[a] = (int)sz.block[m];
-      kc.grid[blockAxis[m] == "x" ? 0 : 1] = std::to_string(count[m]);
+      kc.grid[blockAxis[m] == "x" ? 0 : 1] = countC[m];
       // One output element per thread: parallel point loops are mapped to threads entirely.
       if (!shape.reduced[m] && shape.form != Form::Elementwise && sz.tile[m] != sz.block[m])
         throw UsageError("kernel " + std::to_string(k) + ": the tile size of a parallel dim (" + std::to_string(sz.tile[m]) +
@@ -180,9 +188,11 @@ Scop bind(const Scop &in, const BindOptions &options) {
 
 isl::set mappingContext(const std::vector<KernelConfig> &kernels) {
   long long gx = 1, gy = 1, tx = 1, ty = 1;
+  auto numeric = [](const std::string &g) { return g.find_first_not_of("0123456789") == std::string::npos; };
   for (const auto &kc : kernels) {
-    gx = std::max(gx, std::stoll(kc.grid[0]));
-    gy = std::max(gy, std::stoll(kc.grid[1]));
+    // A symbolic grid leaves the id unbounded above; isl keeps the domain's own guard then.
+    gx = std::max(gx, numeric(kc.grid[0]) ? std::stoll(kc.grid[0]) : (1LL << 40));
+    gy = std::max(gy, numeric(kc.grid[1]) ? std::stoll(kc.grid[1]) : (1LL << 40));
     tx = std::max<long long>(tx, kc.block[0]);
     ty = std::max<long long>(ty, kc.block[1]);
   }
@@ -226,7 +236,8 @@ isl::schedule applyMapping(const isl::schedule &bound, const std::vector<KernelC
       int a = axes[i] == "x" ? 0 : 1;
       std::string id = std::string(1, p) + "_" + axes[i];
       std::string limit = blocks ? kc.grid[a] : std::to_string(kc.block[a]);
-      os << (i ? " and " : "") << "m" << i << " = " << id << " and 0 <= " << id << " < " << limit;
+      os << (i ? " and " : "") << "m" << i << " = " << id << " and 0 <= " << id;
+      if (limit.find_first_not_of("0123456789") == std::string::npos) os << " < " << limit;
     }
     os << " }";
     isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();

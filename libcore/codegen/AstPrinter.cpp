@@ -21,67 +21,13 @@ std::string idName(isl_id *id) {
   return s;
 }
 
-std::string opText(isl_ast_expr *e);
-
-std::string exprText(isl_ast_expr *e) {
-  switch (isl_ast_expr_get_type(e)) {
-  case isl_ast_expr_id: return idName(isl_ast_expr_get_id(e));
-  case isl_ast_expr_int: {
-    isl_val *v = isl_ast_expr_get_val(e);
-    std::string s = std::to_string(isl_val_get_num_si(v));
-    isl_val_free(v);
-    return s;
-  }
-  case isl_ast_expr_op: return opText(e);
-  default: throw std::runtime_error("unexpected isl AST expression");
-  }
-}
+std::string exprText(isl_ast_expr *e) { return islExprToC(e); }
 
 std::string arg(isl_ast_expr *e, int i) {
   isl_ast_expr *a = isl_ast_expr_get_op_arg(e, i);
   std::string s = exprText(a);
   isl_ast_expr_free(a);
   return s;
-}
-
-std::string opText(isl_ast_expr *e) {
-  auto bin = [&](const char *op) { return "(" + arg(e, 0) + " " + op + " " + arg(e, 1) + ")"; };
-  int n = isl_ast_expr_get_op_n_arg(e);
-  switch (isl_ast_expr_get_op_type(e)) {
-  case isl_ast_expr_op_and:
-  case isl_ast_expr_op_and_then: return bin("&&");
-  case isl_ast_expr_op_or:
-  case isl_ast_expr_op_or_else: return bin("||");
-  case isl_ast_expr_op_max:
-  case isl_ast_expr_op_min: {
-    const char *f = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_max ? "polyk_max" : "polyk_min";
-    std::string s = arg(e, 0);
-    for (int i = 1; i < n; ++i) s = std::string(f) + "(" + s + ", " + arg(e, i) + ")";
-    return s;
-  }
-  case isl_ast_expr_op_minus: return "(-" + arg(e, 0) + ")";
-  case isl_ast_expr_op_add: return bin("+");
-  case isl_ast_expr_op_sub: return bin("-");
-  case isl_ast_expr_op_mul: return bin("*");
-  case isl_ast_expr_op_div:
-  case isl_ast_expr_op_pdiv_q: return bin("/");
-  case isl_ast_expr_op_fdiv_q: return "polyk_floord(" + arg(e, 0) + ", " + arg(e, 1) + ")";
-  case isl_ast_expr_op_pdiv_r:
-  case isl_ast_expr_op_zdiv_r: return bin("%");
-  case isl_ast_expr_op_cond:
-  case isl_ast_expr_op_select: return "(" + arg(e, 0) + " ? " + arg(e, 1) + " : " + arg(e, 2) + ")";
-  case isl_ast_expr_op_eq: return bin("==");
-  case isl_ast_expr_op_le: return bin("<=");
-  case isl_ast_expr_op_lt: return bin("<");
-  case isl_ast_expr_op_ge: return bin(">=");
-  case isl_ast_expr_op_gt: return bin(">");
-  case isl_ast_expr_op_call: {
-    std::string s = arg(e, 0) + "(";
-    for (int i = 1; i < n; ++i) s += (i > 1 ? ", " : "") + arg(e, i);
-    return s + ")";
-  }
-  default: throw std::runtime_error("unexpected isl AST operation");
-  }
 }
 
 } // namespace
@@ -138,33 +84,26 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
   }
 }
 
-std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) {
-  isl::map m(islCtx(), accessMap);
-  unsigned nIn = m.domain_tuple_dim();
-  if (tensor.shape.empty()) return "0";
-  isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(m.copy());
-  // Horner: ((x0 * s1 + x1) * s2 + x2) ...
-  isl_pw_aff *lin = isl_pw_multi_aff_get_pw_aff(pma, 0);
-  for (size_t d = 1; d < tensor.shape.size(); ++d) {
-    lin = isl_pw_aff_scale_val(lin, isl_val_int_from_si(islCtx().get(), tensor.shape[d].value));
-    lin = isl_pw_aff_add(lin, isl_pw_multi_aff_get_pw_aff(pma, (int)d));
-  }
-  isl_pw_multi_aff_free(pma);
-  // The domain iterators become parameters so a build over no loops prints them by name.
+namespace {
+
+/// The C text of an isl expression of a statement's domain iterators (and the parameters), with
+/// each iterator spelled `(name)` for use inside a macro.
+std::string iteratorExpr(isl_pw_aff *pa) {
+  unsigned nIn = isl_pw_aff_dim(pa, isl_dim_in);
   std::vector<std::string> names;
   for (unsigned i = 0; i < nIn; ++i) {
-    isl_id *id = isl_pw_aff_get_dim_id(lin, isl_dim_in, i);
+    isl_id *id = isl_pw_aff_get_dim_id(pa, isl_dim_in, i);
     names.push_back(id ? idName(id) : "d" + std::to_string(i));
-    if (!id) lin = isl_pw_aff_set_dim_id(lin, isl_dim_in, i, isl_id_alloc(islCtx().get(), names.back().c_str(), nullptr));
+    if (!id) pa = isl_pw_aff_set_dim_id(pa, isl_dim_in, i, isl_id_alloc(islCtx().get(), names.back().c_str(), nullptr));
   }
-  lin = isl_pw_aff_move_dims(lin, isl_dim_param, 0, isl_dim_in, 0, nIn);
-  isl_set *context = isl_pw_aff_domain(isl_pw_aff_copy(lin));
+  // The domain iterators become parameters so a build over no loops prints them by name.
+  pa = isl_pw_aff_move_dims(pa, isl_dim_param, isl_pw_aff_dim(pa, isl_dim_param), isl_dim_in, 0, nIn);
+  isl_set *context = isl_pw_aff_domain(isl_pw_aff_copy(pa));
   isl_ast_build *build = isl_ast_build_from_context(context);
-  isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, lin);
+  isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, pa);
   isl_ast_build_free(build);
   std::string text = exprText(e);
   isl_ast_expr_free(e);
-  // Macro arguments: wrap each iterator name in parentheses.
   std::string out;
   for (size_t i = 0; i < text.size();) {
     bool matched = false;
@@ -184,6 +123,34 @@ std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) 
   return out;
 }
 
+} // namespace
+
+std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) {
+  isl::map m(islCtx(), accessMap);
+  if (tensor.shape.empty()) return "0";
+  isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(m.copy());
+  bool symbolic = false;
+  for (const auto &e : tensor.shape) symbolic |= !e.param.empty();
+  std::string text;
+  if (!symbolic) {
+    // Horner in isl, ((x0 * s1 + x1) * s2 + x2) ..., so isl simplifies the recovery's floor /
+    // mod terms away (x[floor(i/128)][i mod 128][j] becomes x[768 * i + j]).
+    isl_pw_aff *lin = isl_pw_multi_aff_get_pw_aff(pma, 0);
+    for (size_t d = 1; d < tensor.shape.size(); ++d) {
+      lin = isl_pw_aff_scale_val(lin, isl_val_int_from_si(islCtx().get(), tensor.shape[d].value));
+      lin = isl_pw_aff_add(lin, isl_pw_multi_aff_get_pw_aff(pma, (int)d));
+    }
+    text = iteratorExpr(lin);
+  } else {
+    // A symbolic extent times an iterator is not affine: Horner in C over isl's subscripts.
+    text = "(polyk_idx)" + iteratorExpr(isl_pw_multi_aff_get_pw_aff(pma, 0));
+    for (size_t d = 1; d < tensor.shape.size(); ++d)
+      text = "(" + text + " * " + tensor.shape[d].str() + " + " + iteratorExpr(isl_pw_multi_aff_get_pw_aff(pma, (int)d)) + ")";
+  }
+  isl_pw_multi_aff_free(pma);
+  return text;
+}
+
 std::string indexHelpers(Dialect d, bool wide) {
   std::string hd = d == Dialect::Cuda ? "__host__ __device__ " : "";
   std::string s;
@@ -195,6 +162,7 @@ std::string indexHelpers(Dialect d, bool wide) {
 }
 
 bool needsWideIndices(const Scop &s) {
+  if (!s.params.empty()) return true; // symbolic extents: any size at run time
   for (const auto &t : s.tensors)
     if (t.elements() >= (1LL << 31) - 1024) return true;
   return false;

@@ -20,12 +20,12 @@ std::string horner(const Access &a, const TensorDecl &t) {
   if (a.indices.empty()) return "0";
   std::string s = "(polyk_idx)(" + a.indices[0] + ")";
   for (size_t d = 1; d < a.indices.size(); ++d)
-    s = "(" + s + " * " + std::to_string(t.shape[d].value) + " + " + a.indices[d] + ")";
+    s = "(" + s + " * " + t.shape[d].str() + " + " + a.indices[d] + ")";
   return s;
 }
 
-std::string allocate(const std::string &name, const std::string &type, long long n) {
-  return "  " + type + " *" + name + " = (" + type + " *)malloc(sizeof(" + type + ") * " + std::to_string(n) + ");\n";
+std::string allocate(const std::string &name, const std::string &type, const std::string &n) {
+  return "  " + type + " *" + name + " = (" + type + " *)malloc(sizeof(" + type + ") * " + n + ");\n";
 }
 
 } // namespace
@@ -33,6 +33,10 @@ std::string allocate(const std::string &name, const std::string &type, long long
 std::string hostSignature(const Scop &s, const std::string &fn, bool cuda) {
   std::string sig = fn + "(";
   bool first = true;
+  for (const auto &[name, value] : s.params) {
+    sig += std::string(first ? "" : ", ") + "polyk_idx " + name;
+    first = false;
+  }
   for (const auto &t : s.tensors) {
     if (t.role == Role::Temporary) continue;
     sig += std::string(first ? "" : ", ") + (t.role == Role::Input ? "const " : "") +
@@ -49,21 +53,21 @@ std::string emitReference(const Scop &s) {
   std::string o = "/* The sequential reference: the original statements in their original order. */\n";
   o += "void " + hostSignature(s, "polyk_" + s.name + "_ref", false) + ") {\n";
   for (const auto &t : s.tensors)
-    if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), t.elements());
+    if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), elementsExpr(t));
   for (const auto &ps : stmts) {
     const TensorDecl &out = *s.tensor(ps.stmt.lhs.tensor);
     o += "  /* " + ps.text + " */\n  {\n";
     auto op = ps.stmt.reduceOp();
     DType accType = isFloat(out.type) ? DType::F64 : computeType(out.type);
     if (op) {
-      o += allocate("polyk_acc", computeCType(accType), out.elements());
-      o += "    for (polyk_idx polyk_e = 0; polyk_e < " + std::to_string(out.elements()) + "; ++polyk_e) polyk_acc[polyk_e] = " +
+      o += allocate("polyk_acc", computeCType(accType), elementsExpr(out));
+      o += "    for (polyk_idx polyk_e = 0; polyk_e < " + elementsExpr(out) + "; ++polyk_e) polyk_acc[polyk_e] = " +
            reduceIdentity(*op, accType) + ";\n";
     }
     std::string indent = "    ";
     for (size_t k = 0; k < ps.iterators.size(); ++k) {
       o += indent + "for (polyk_idx " + ps.iterators[k] + " = 0; " + ps.iterators[k] + " < " +
-           std::to_string(ps.extents[k].value) + "; ++" + ps.iterators[k] + ")\n";
+           ps.extents[k].str() + "; ++" + ps.iterators[k] + ")\n";
       indent += "  ";
     }
     Value v = printValue(ps.stmt.rhs, Dialect::C, [&](const Access &a, size_t) {
@@ -72,7 +76,7 @@ std::string emitReference(const Scop &s) {
     std::string idx = horner(ps.stmt.lhs, out);
     if (op) {
       o += indent + "polyk_acc[" + idx + "] = " + reduceApply(*op, accType, "polyk_acc[" + idx + "]", convert(v, accType)) + ";\n";
-      o += "    for (polyk_idx polyk_e = 0; polyk_e < " + std::to_string(out.elements()) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
+      o += "    for (polyk_idx polyk_e = 0; polyk_e < " + elementsExpr(out) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
            storeValue(Dialect::C, out.type, convert({"polyk_acc[polyk_e]", accType, false}, computeType(out.type))) + ";\n";
       o += "    free(polyk_acc);\n";
     } else {
@@ -132,11 +136,11 @@ std::string emitScheduleC(const Scop &s) {
   std::string o = "/* The transformed program: the bound schedule's loops, run sequentially. */\n";
   o += "void " + hostSignature(s, "polyk_" + s.name + "_c", false) + ") {\n";
   for (const auto &t : s.tensors)
-    if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), t.elements());
+    if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), elementsExpr(t));
   for (const auto &st : s.statements) {
     if (st.kind != StmtKind::Reduce) continue;
     const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
-    o += allocate("acc_" + st.name, computeCType(out.type), out.elements());
+    o += allocate("acc_" + st.name, computeCType(out.type), elementsExpr(out));
   }
   o += statementMacros(
       s, Dialect::C, {},
@@ -164,7 +168,7 @@ std::string emitScheduleC(const Scop &s) {
       const ScopStatement *st = s.statement(name);
       if (!st || st->kind != StmtKind::Reduce) continue;
       const TensorDecl &out = *s.tensor(isl::map(islCtx(), st->write).range_tuple_id().name());
-      fin += "  for (polyk_idx polyk_e = 0; polyk_e < " + std::to_string(out.elements()) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
+      fin += "  for (polyk_idx polyk_e = 0; polyk_e < " + elementsExpr(out) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
              storeValue(Dialect::C, out.type, "acc_" + name + "[polyk_e]") + ";\n";
     }
     return "  /* " + mark + " */\n" + body + fin;

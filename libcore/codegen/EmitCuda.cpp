@@ -18,6 +18,7 @@ std::string outputOf(const Scop &s, const ScopStatement &st) {
 
 std::string kernelParams(const Scop &s) {
   std::string p;
+  for (const auto &[name, value] : s.params) p += std::string(p.empty() ? "" : ", ") + "const polyk_idx " + name;
   for (const auto &t : s.tensors) {
     p += std::string(p.empty() ? "" : ", ") + (t.role == Role::Input ? "const " : "") + cudaStorageType(t.type) +
          " *__restrict__ " + t.name;
@@ -27,6 +28,7 @@ std::string kernelParams(const Scop &s) {
 
 std::string kernelArgs(const Scop &s) {
   std::string a;
+  for (const auto &[name, value] : s.params) a += std::string(a.empty() ? "" : ", ") + name;
   for (const auto &t : s.tensors) a += std::string(a.empty() ? "" : ", ") + t.name;
   return a;
 }
@@ -124,8 +126,8 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     case Return::Atomic: o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + target + ", " + stored + ");\n"; break;
     case Return::Ordered: {
       std::string slots = blocksPerOutput(kc);
-      o += "  if (" + leader + ") polyk::ordered_combine_to<" + op + ">(partials_" + n + " + (long long)oidx_" + n + " * " + slots +
-           ", counter_" + n + " + oidx_" + n + ", (int)b_" + kc.reduceBlockAxis + ", " + slots + ", " + value + ", &" + target + ");\n";
+      o += "  if (" + leader + ") polyk::ordered_combine_to<" + op + ">(partials_" + n + " + (long long)oidx_" + n + " * (" + slots +
+           "), counter_" + n + " + oidx_" + n + ", (int)b_" + kc.reduceBlockAxis + ", (int)(" + slots + "), " + value + ", &" + target + ");\n";
       break;
     }
     }
@@ -182,7 +184,7 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promoted.count(t.name))
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
-           cStorageType(t.type) + ") * " + std::to_string(t.elements()) + ");\n";
+           cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   for (const auto &kc : s.kernels) {
     o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted, opt);
@@ -192,8 +194,8 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
     for (const ScopStatement *st : reductions) {
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
       std::string T = computeCType(out.type);
-      o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + std::to_string(out.elements()) + ");\n";
-      o += "  for (polyk_idx e = 0; e < " + std::to_string(out.elements()) + "; ++e) pacc_" + st->name + "[e] = " +
+      o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + elementsExpr(out) + ");\n";
+      o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) pacc_" + st->name + "[e] = " +
            loadElement(Dialect::C, out.type, out.name + "[e]") + ";\n";
     }
     o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] +
@@ -203,7 +205,7 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
     o += kernelCode(s, mapped, kc, Dialect::C, opt) + "  }\n" + undefMacros(s);
     for (const ScopStatement *st : reductions) {
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
-      o += "  for (polyk_idx e = 0; e < " + std::to_string(out.elements()) + "; ++e) " + out.name + "[e] = " +
+      o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) " + out.name + "[e] = " +
            storeValue(Dialect::C, out.type, "pacc_" + st->name + "[e]") + ";\n  free(pacc_" + st->name + ");\n";
     }
   }
@@ -247,21 +249,24 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
       continue;
     }
     o += "  " + ty + " *" + t.name + " = nullptr;\n";
-    o += "  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + std::to_string(t.elements()) +
-         "LL, stream)) != cudaSuccess) return err;\n";
+    o += "  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
+         ", stream)) != cudaSuccess) return err;\n";
   }
   for (const auto &kc : s.kernels) {
     std::string extra;
     for (const auto &name : kc.statements) {
       const ScopStatement *st = s.statement(name);
       if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Ordered) continue;
-      // Scratch kept across launches: the last block resets each counter for the next launch.
+      // Scratch kept across launches (the last block resets each counter for the next launch),
+      // grown when symbolic extents ask for more. One launcher call at a time.
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
-      std::string T = computeCType(computeType(out.type)), n = std::to_string(out.elements()) + "LL";
+      std::string T = computeCType(computeType(out.type)), n = elementsExpr(out), slots = "(" + blocksPerOutput(kc) + ")";
       o += "  static " + T + " *partials_" + name + " = nullptr;\n  static unsigned int *counter_" + name + " = nullptr;\n";
-      o += "  if (!partials_" + name + ") {\n";
-      o += "    if ((err = cudaMalloc((void **)&partials_" + name + ", sizeof(" + T + ") * " + n + " * " + blocksPerOutput(kc) +
-           ")) != cudaSuccess) return err;\n";
+      o += "  static long long capacity_" + name + " = 0;\n";
+      o += "  if ((long long)" + n + " * " + slots + " > capacity_" + name + ") {\n";
+      o += "    cudaFree(partials_" + name + ");\n    cudaFree(counter_" + name + ");\n";
+      o += "    capacity_" + name + " = (long long)" + n + " * " + slots + ";\n";
+      o += "    if ((err = cudaMalloc((void **)&partials_" + name + ", sizeof(" + T + ") * capacity_" + name + ")) != cudaSuccess) return err;\n";
       o += "    if ((err = cudaMalloc((void **)&counter_" + name + ", sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n";
       o += "    if ((err = cudaMemset(counter_" + name + ", 0, sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n  }\n";
       extra += ", partials_" + name + ", counter_" + name;

@@ -36,14 +36,29 @@ std::string fillRange(const Scop &s, DType t) {
   return product ? "0.999, 1.001" : "-1, 1";
 }
 
+std::string hostArgs(const Scop &s, const char *outPrefix) {
+  std::string a;
+  for (const auto &[name, value] : s.params) a += std::string(a.empty() ? "" : ", ") + name;
+  for (const auto &t : s.tensors)
+    if (t.role != Role::Temporary) a += std::string(a.empty() ? "" : ", ") + (t.role == Role::Input ? "h_" : outPrefix) + t.name;
+  return a;
+}
+
 /// Buffers, filled inputs and the reference outputs; shared by both harnesses.
 std::string setUp(const Scop &s) {
   std::string o;
   o += "  uint64_t seed = argc > 1 ? strtoull(argv[1], 0, 10) : 42;\n";
+  // Symbolic extents: NAME=VALUE arguments after the seed (and the repetitions), else the
+  // program's values.
+  for (const auto &[name, value] : s.params) {
+    o += "  polyk_idx " + name + " = " + std::to_string(value) + ";\n";
+    o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"" + name + "=\", " + std::to_string(name.size() + 1) +
+         ") == 0) " + name + " = atoll(argv[a] + " + std::to_string(name.size() + 1) + ");\n";
+  }
   int k = 0;
   for (const auto &t : s.tensors) {
     if (t.role == Role::Temporary) continue;
-    std::string n = std::to_string(t.elements()) + "LL";
+    std::string n = elementsExpr(t);
     o += "  const size_t n_" + t.name + " = " + n + ";\n";
     o += "  " + std::string(cStorageType(t.type)) + " *h_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
          cStorageType(t.type) + ") * n_" + t.name + ");\n";
@@ -55,26 +70,17 @@ std::string setUp(const Scop &s) {
            " *)malloc(sizeof(" + cStorageType(t.type) + ") * n_" + t.name + ");\n";
     }
   }
-  std::string args;
-  for (const auto &t : s.tensors)
-    if (t.role != Role::Temporary) args += std::string(args.empty() ? "" : ", ") + (t.role == Role::Input ? "h_" : "r_") + t.name;
-  o += "  polyk_" + s.name + "_ref(" + args + ");\n";
+  o += "  polyk_" + s.name + "_ref(" + hostArgs(s, "r_") + ");\n";
   return o;
 }
 
-std::string hostArgs(const Scop &s, const char *outPrefix) {
-  std::string a;
-  for (const auto &t : s.tensors)
-    if (t.role != Role::Temporary) a += std::string(a.empty() ? "" : ", ") + (t.role == Role::Input ? "h_" : outPrefix) + t.name;
-  return a;
-}
 
 /// The longest reduction of the program (number of elements combined into one output).
 long long reductionLength(const Scop &s) {
   long long longest = 1;
   for (const auto &st : s.statements) {
     if (st.kind != StmtKind::Reduce) continue;
-    isl::set dom(islCtx(), st.domain);
+    isl::set dom = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(s)));
     long long n = 1;
     for (size_t d = 0; d < st.dims.size(); ++d)
       if (st.dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1;
@@ -118,6 +124,7 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
                   "  fprintf(stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString(e_)); return 2; } } while (0)\n\n";
   o += "int main(int argc, char **argv) {\n" + setUp(s);
   std::string devArgs;
+  for (const auto &[name, value] : s.params) devArgs += std::string(devArgs.empty() ? "" : ", ") + name;
   for (const auto &t : s.tensors) {
     if (t.role == Role::Temporary) continue;
     std::string ty = cudaStorageType(t.type);

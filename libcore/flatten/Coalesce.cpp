@@ -89,19 +89,45 @@ struct Builder {
     }
   }
 
-  /// Formula 1: the expression of each original iterator over the coalesced dims.
+  /// `[B, N] -> ` when the program has symbolic extents.
+  std::string paramPrefix() const {
+    if (p.params.empty()) return "";
+    std::string s = "[";
+    for (size_t k = 0; k < p.params.size(); ++k) s += (k ? ", " : "") + p.params[k].first;
+    return s + "] -> ";
+  }
+
+  std::map<std::string, Extent> extentsOf(const ProgramStatement &ps) const {
+    std::map<std::string, Extent> extent;
+    for (size_t k = 0; k < ps.iterators.size(); ++k) extent[ps.iterators[k]] = ps.extents[k];
+    return extent;
+  }
+
+  /// Formula 1: the expression of each original iterator over the coalesced dims. A symbolic
+  /// extent keeps the recovery affine only as the outermost dim of its group (Panamera allows
+  /// one symbolic extent per group).
   std::map<std::string, std::string> recoveryExprs(const Plan &plan, const ProgramStatement &ps) {
-    std::map<std::string, long long> extent;
-    for (size_t k = 0; k < ps.iterators.size(); ++k) extent[ps.iterators[k]] = ps.extents[k].value;
+    auto extent = extentsOf(ps);
     std::map<std::string, std::string> rec;
     for (size_t g = 0; g < plan.groups.size(); ++g) {
       const auto &dims = plan.groups[g];
       std::string c = coalescedName(g, plan.groups.size());
+      std::string symbol;
+      for (const auto &d : dims) {
+        if (extent[d].param.empty()) continue;
+        if (!symbol.empty())
+          fail(ps.loc, "two symbolic extents ('" + symbol + "' and '" + extent[d].param +
+                           "') in one coalesced group: at most one is supported (Panamera Formula 1)");
+        symbol = extent[d].param;
+      }
       for (size_t a = 0; a < dims.size(); ++a) {
+        if (a > 0 && !extent[dims[a]].param.empty())
+          fail(ps.loc, "symbolic extent '" + extent[dims[a]].param + "' of index '" + dims[a] +
+                           "' must be the outermost dim of its coalesced group (Panamera's Formula 1 stays affine only then)");
         long long inner = 1;
-        for (size_t b = a + 1; b < dims.size(); ++b) inner *= extent[dims[b]];
+        for (size_t b = a + 1; b < dims.size(); ++b) inner *= extent[dims[b]].value;
         std::string e = inner == 1 ? c : "floor(" + c + "/" + std::to_string(inner) + ")";
-        if (a > 0) e = "(" + e + ") mod " + std::to_string(extent[dims[a]]);
+        if (a > 0) e = "(" + e + ") mod " + std::to_string(extent[dims[a]].value);
         rec[dims[a]] = "(" + e + ")";
       }
     }
@@ -114,27 +140,32 @@ struct Builder {
     return s + "]";
   }
 
-  /// ` : 0 <= i < M and 0 <= j < N` over the coalesced dims (or only the parallel ones).
+  /// ` : 0 <= i < M and 0 <= j < N` over the coalesced dims (or only the parallel ones); M and N
+  /// are a number, or a number times the group's one symbolic extent.
   std::string domainConstraints(const Plan &plan, const ProgramStatement &ps, bool parallelOnly) {
-    std::map<std::string, long long> extent;
-    for (size_t k = 0; k < ps.iterators.size(); ++k) extent[ps.iterators[k]] = ps.extents[k].value;
+    auto extent = extentsOf(ps);
     std::string s;
     for (size_t g = 0; g < plan.groups.size(); ++g) {
       if (parallelOnly && plan.dimKinds[g] != "parallel") continue;
       long long n = 1;
-      for (const auto &d : plan.groups[g]) n *= extent[d];
-      s += std::string(s.empty() ? " : " : " and ") + "0 <= " + coalescedName(g, plan.groups.size()) + " < " +
-           std::to_string(n);
+      std::string symbol;
+      for (const auto &d : plan.groups[g]) {
+        if (extent[d].param.empty()) n *= extent[d].value;
+        else symbol = extent[d].param; // one per group: recoveryExprs checked
+      }
+      std::string bound = symbol.empty() ? std::to_string(n) : (n == 1 ? symbol : std::to_string(n) + "*" + symbol);
+      s += std::string(s.empty() ? " : " : " and ") + "0 <= " + coalescedName(g, plan.groups.size()) + " < " + bound;
     }
+    for (const auto &[name, value] : p.params) s += std::string(s.empty() ? " : " : " and ") + name + " >= 1";
     return s;
   }
 
   std::string domainOf(const std::string &name, const Plan &plan, const ProgramStatement &ps) {
-    return normalizeSet("{ " + tuple(name, plan) + domainConstraints(plan, ps, false) + " }");
+    return normalizeSet(paramPrefix() + "{ " + tuple(name, plan) + domainConstraints(plan, ps, false) + " }");
   }
 
   std::string accessMap(const std::string &tup, const Access &a, const std::map<std::string, std::string> &rec) {
-    std::string s = "{ " + tup + " -> " + a.tensor + "[";
+    std::string s = paramPrefix() + "{ " + tup + " -> " + a.tensor + "[";
     for (size_t d = 0; d < a.indices.size(); ++d) s += (d ? ", " : "") + rec.at(a.indices[d]);
     return normalizeMap(s + "] }");
   }
@@ -188,14 +219,14 @@ struct Builder {
           tup += (n++ ? ", " : "") + c;
         }
         tup += "]";
-        init.domain = normalizeSet("{ " + tup + domainConstraints(plan, ps, /*parallelOnly=*/true) + " }");
+        init.domain = normalizeSet(paramPrefix() + "{ " + tup + domainConstraints(plan, ps, /*parallelOnly=*/true) + " }");
         for (const auto &ix : ps.stmt.lhs.indices) {
           init.iterators.push_back(ix);
           initRec[ix] = rec.at(ix);
         }
         std::string ra = "{ " + tup + " -> [";
         for (size_t d2 = 0; d2 < init.iterators.size(); ++d2) ra += (d2 ? ", " : "") + initRec[init.iterators[d2]];
-        init.recovery = islStr(isl::multi_aff(islCtx(), ra + "] }"));
+        init.recovery = islStr(isl::multi_aff(islCtx(), paramPrefix() + ra + "] }"));
         init.write = accessMap(tup, ps.stmt.lhs, initRec);
         init.body = "";
         s.statements.push_back(init);
@@ -210,7 +241,7 @@ struct Builder {
       st.dims = plan.dimKinds;
       st.interchanged = plan.interchanged;
       std::string tup = tuple(name, plan);
-      st.domain = plan.groups.empty() ? normalizeSet("{ " + name + "[] }") : domainOf(name, plan, ps);
+      st.domain = domainOf(name, plan, ps);
       // Recovery lists the original iterators in loop order (the order of the coalesced groups).
       std::string ra = "{ " + tup + " -> [";
       size_t n = 0;
@@ -219,7 +250,7 @@ struct Builder {
           st.iterators.push_back(ix);
           ra += (n++ ? ", " : "") + rec.at(ix);
         }
-      st.recovery = islStr(isl::multi_aff(islCtx(), ra + "] }"));
+      st.recovery = islStr(isl::multi_aff(islCtx(), paramPrefix() + ra + "] }"));
       st.write = accessMap(tup, ps.stmt.lhs, rec);
       std::vector<const Access *> reads;
       collectAccesses(ps.stmt.rhs, reads);

@@ -89,7 +89,8 @@ BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape;
   isl::union_set dom = nodeDomain(band);
   isl::union_map sched = isl::union_map::from(band.get_partial_schedule());
-  isl::set range = sched.intersect_domain(dom).range().as_set();
+  // Numbers for the size rule: symbolic extents at the program's values.
+  isl::set range = sched.intersect_domain(dom).range().as_set().intersect_params(isl::set(islCtx(), paramDefaults(scop)));
   for (unsigned m = 0; m < band.n_member(); ++m) {
     isl::val lo = range.dim_min_val(m), hi = range.dim_max_val(m);
     shape.extent.push_back(hi.sub(lo).add(isl::val(islCtx(), 1)).get_num_si());

@@ -32,6 +32,25 @@ static const char *kindName(StmtKind k) {
   return "?";
 }
 
+std::string elementsExpr(const TensorDecl &t) {
+  long long n = 1;
+  std::string symbols;
+  for (const auto &e : t.shape) {
+    if (e.param.empty()) n *= e.value;
+    else symbols += " * " + e.param;
+  }
+  return symbols.empty() ? std::to_string(n) + "LL" : "(" + std::to_string(n) + "LL" + symbols + ")";
+}
+
+std::string paramDefaults(const Scop &s) {
+  std::string names, values;
+  for (const auto &[n, v] : s.params) {
+    names += (names.empty() ? "" : ", ") + n;
+    values += (values.empty() ? "" : " and ") + n + " = " + std::to_string(v);
+  }
+  return "[" + names + "] -> { : " + (values.empty() ? "" : values) + " }";
+}
+
 const TensorDecl *Scop::tensor(const std::string &n) const {
   for (const auto &t : tensors)
     if (t.name == n) return &t;

@@ -2,6 +2,9 @@
 #include "polyk/Isl.h"
 
 #include <isl/ast.h>
+#include <isl/ast_build.h>
+#include <isl/aff.h>
+#include <isl/space.h>
 #include <isl/options.h>
 #include <isl/printer.h>
 #include <isl/schedule.h>
@@ -105,6 +108,90 @@ std::string markName(const isl::schedule_node &n) {
   return s;
 }
 isl::schedule_node deleteNode(const isl::schedule_node &n) { return isl::manage(isl_schedule_node_delete(n.copy())); }
+
+namespace {
+std::string idName(isl_id *id) {
+  std::string s = isl_id_get_name(id);
+  isl_id_free(id);
+  return s;
+}
+
+std::string opText(isl_ast_expr *e);
+
+std::string exprTextImpl(isl_ast_expr *e) {
+  switch (isl_ast_expr_get_type(e)) {
+  case isl_ast_expr_id: return idName(isl_ast_expr_get_id(e));
+  case isl_ast_expr_int: {
+    isl_val *v = isl_ast_expr_get_val(e);
+    std::string s = std::to_string(isl_val_get_num_si(v));
+    isl_val_free(v);
+    return s;
+  }
+  case isl_ast_expr_op: return opText(e);
+  default: throw std::runtime_error("unexpected isl AST expression");
+  }
+}
+
+std::string arg(isl_ast_expr *e, int i) {
+  isl_ast_expr *a = isl_ast_expr_get_op_arg(e, i);
+  std::string s = exprTextImpl(a);
+  isl_ast_expr_free(a);
+  return s;
+}
+
+std::string opText(isl_ast_expr *e) {
+  auto bin = [&](const char *op) { return "(" + arg(e, 0) + " " + op + " " + arg(e, 1) + ")"; };
+  int n = isl_ast_expr_get_op_n_arg(e);
+  switch (isl_ast_expr_get_op_type(e)) {
+  case isl_ast_expr_op_and:
+  case isl_ast_expr_op_and_then: return bin("&&");
+  case isl_ast_expr_op_or:
+  case isl_ast_expr_op_or_else: return bin("||");
+  case isl_ast_expr_op_max:
+  case isl_ast_expr_op_min: {
+    const char *f = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_max ? "polyk_max" : "polyk_min";
+    std::string s = arg(e, 0);
+    for (int i = 1; i < n; ++i) s = std::string(f) + "(" + s + ", " + arg(e, i) + ")";
+    return s;
+  }
+  case isl_ast_expr_op_minus: return "(-" + arg(e, 0) + ")";
+  case isl_ast_expr_op_add: return bin("+");
+  case isl_ast_expr_op_sub: return bin("-");
+  case isl_ast_expr_op_mul: return bin("*");
+  case isl_ast_expr_op_div:
+  case isl_ast_expr_op_pdiv_q: return bin("/");
+  case isl_ast_expr_op_fdiv_q: return "polyk_floord(" + arg(e, 0) + ", " + arg(e, 1) + ")";
+  case isl_ast_expr_op_pdiv_r:
+  case isl_ast_expr_op_zdiv_r: return bin("%");
+  case isl_ast_expr_op_cond:
+  case isl_ast_expr_op_select: return "(" + arg(e, 0) + " ? " + arg(e, 1) + " : " + arg(e, 2) + ")";
+  case isl_ast_expr_op_eq: return bin("==");
+  case isl_ast_expr_op_le: return bin("<=");
+  case isl_ast_expr_op_lt: return bin("<");
+  case isl_ast_expr_op_ge: return bin(">=");
+  case isl_ast_expr_op_gt: return bin(">");
+  case isl_ast_expr_op_call: {
+    std::string s = arg(e, 0) + "(";
+    for (int i = 1; i < n; ++i) s += (i > 1 ? ", " : "") + arg(e, i);
+    return s + ")";
+  }
+  default: throw std::runtime_error("unexpected isl AST operation");
+  }
+}
+
+} // namespace
+
+std::string islExprToC(isl_ast_expr *e) { return exprTextImpl(e); }
+
+std::string cExpression(const isl::pw_aff &pa) {
+  isl_set *context = isl_set_universe(isl_space_params(isl_pw_aff_get_space(pa.get())));
+  isl_ast_build *build = isl_ast_build_from_context(context);
+  isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, pa.copy());
+  isl_ast_build_free(build);
+  std::string text = islExprToC(e);
+  isl_ast_expr_free(e);
+  return text;
+}
 
 std::string astExprToC(const isl::ast_expr &e) {
   char *c = isl_ast_expr_to_C_str(e.get());

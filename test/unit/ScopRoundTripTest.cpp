@@ -63,9 +63,9 @@ TEST(ScopRoundTrip, OutputIsDeterministic) {
 
 TEST(ScopRoundTrip, ReaderRejectsBadIslText) {
   std::string s = writeScop(flatten(readProgram(slurp("examples/panamera/sg7.yaml"), "sg7.yaml")));
-  size_t at = s.find("domain: \"{ S0");
+  size_t at = s.find("domain: \"[B] -> { S0");
   ASSERT_NE(at, std::string::npos);
-  s.replace(at, 14, "domain: \"{ S0 garbage");
+  s.replace(at, 21, "domain: \"[B] -> { S0 garbage");
   try {
     readScop(s, "bad.yaml");
     FAIL() << "accepted bad isl text";

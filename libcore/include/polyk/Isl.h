@@ -42,6 +42,13 @@ bool mapInvolvesInputDim(const isl::map &m, unsigned dim);
 std::string markName(const isl::schedule_node &mark);
 isl::schedule_node deleteNode(const isl::schedule_node &node);
 
+/// C text of a piecewise affine expression of the parameters (via isl's AST builder).
+std::string cExpression(const isl::pw_aff &pa);
+
+/// C text of an isl AST expression: polyk_floord / polyk_min / polyk_max for isl's operations
+/// C lacks (generated files define them).
+std::string islExprToC(isl_ast_expr *e);
+
 /// C expression text of an isl AST expression.
 std::string astExprToC(const isl::ast_expr &e);
 

@@ -71,6 +71,12 @@ struct Scop {
   const ScopStatement *statement(const std::string &n) const;
 };
 
+/// The number of elements of `t` as a C expression (symbolic extents by name).
+std::string elementsExpr(const TensorDecl &t);
+/// `[B] -> { : B = 64 }`: the parameters at the values the program gives them (for decisions that
+/// need numbers, like default sizes; the code stays symbolic).
+std::string paramDefaults(const Scop &s);
+
 Scop readScop(const std::string &text, const std::string &file);
 std::string writeScop(const Scop &s);
 Scop readSchedule(const std::string &text, const std::string &file);
