@@ -54,6 +54,7 @@ struct Builder {
   std::vector<std::optional<Plan>> plans;
   std::map<std::string, int> writerOf; // tensor -> statement index
   std::map<std::string, int> readCount;
+  std::set<std::string> transposedInputs; // written by a relayout statement: a kernel of its own
 
   explicit Builder(const Program &prog) : p(prog), plans(prog.statements.size()) {
     for (size_t k = 0; k < p.statements.size(); ++k) {
@@ -77,6 +78,8 @@ struct Builder {
       int producer = w->second;
       const ProgramStatement &ps = p.statements[producer];
       if (plans[producer] || ps.stmt.assignOp != "=" || readCount[a->tensor] != 1) continue;
+      // A transposition stays a kernel of its own: fused, it would read strided again.
+      if (transposedInputs.count(a->tensor)) continue;
       if (a->indices.size() != cs.iterators.size()) continue; // a broadcast: no one-to-one match
       std::map<std::string, std::string> rename; // consumer iterator -> producer iterator
       for (size_t d = 0; d < a->indices.size(); ++d) rename[a->indices[d]] = ps.stmt.lhs.indices[d];
@@ -267,6 +270,156 @@ struct Builder {
 
 } // namespace
 
-Scop flatten(const Program &program) { return Builder(program).run(); }
+/// Panamera §3.1: interchanging interleaved dims must not cost memory coalescing. For each
+/// reduction whose parallel and reduced dims interleave, the tensors it (and its elementwise
+/// producers) read are re-laid out in the interchanged loop order: a temporary's layout is
+/// permuted where it is written; an input is copied into a transposed temporary by a statement
+/// added first. The loops then scan every tensor contiguously and need no interchange.
+class Relayouter {
+public:
+  explicit Relayouter(Program &p) : p_(p) {}
+
+  std::vector<Relayout> run() {
+    for (size_t k = 0; k < p_.statements.size(); ++k) {
+      ProgramStatement &ps = p_.statements[k];
+      if (ps.stmt.assignOp == "=") continue;
+      std::string pattern;
+      std::vector<std::string> par, red;
+      for (size_t d = 0; d < ps.iterators.size(); ++d) {
+        (ps.reduced[d] ? red : par).push_back(ps.iterators[d]);
+        char c = ps.reduced[d] ? 'r' : 'p';
+        if (pattern.empty() || pattern.back() != c) pattern += c;
+      }
+      if (pattern.size() <= 2) continue; // contiguous: all, x or y
+      std::vector<std::string> order = par;
+      order.insert(order.end(), red.begin(), red.end());
+      relayoutReads(k, order);
+    }
+    for (size_t k : changed_) {
+      ProgramStatement &ps = p_.statements[k];
+      ps.text = printStatement(ps.stmt);
+      ps.iterators.clear(), ps.extents.clear(), ps.reduced.clear();
+      analyseStatement(ps, p_);
+    }
+    // Transpositions run first, in the order they were made.
+    p_.statements.insert(p_.statements.begin(), added_.begin(), added_.end());
+    return relayouts_;
+  }
+
+private:
+  /// Rewrites the full-rank reads of statement k to index in `order` (names of k's indices).
+  void relayoutReads(size_t k, const std::vector<std::string> &order) {
+    std::vector<Access *> reads;
+    collectMutable(p_.statements[k].stmt.rhs, reads);
+    for (Access *a : reads) {
+      if (a->indices.size() != order.size() || a->indices == order) continue;
+      std::vector<int> perm; // new dim d reads old dim perm[d]
+      for (const auto &ix : order) {
+        auto it = std::find(a->indices.begin(), a->indices.end(), ix);
+        if (it == a->indices.end()) return;
+        perm.push_back((int)(it - a->indices.begin()));
+      }
+      TensorDecl &t = *tensor(a->tensor);
+      if (t.role == Role::Input) {
+        a->tensor = transposed(t, perm);
+      } else if (t.role == Role::Temporary) {
+        int w = writer(t.name);
+        if (w < 0 || readers(t.name) != 1 || p_.statements[w].stmt.assignOp != "=") continue;
+        permuteTemporary(t, perm, (size_t)w);
+        Statement &producer = p_.statements[w].stmt;
+        relayoutReads((size_t)w, producer.lhs.indices);
+      } else {
+        continue;
+      }
+      a->indices = order;
+      changed_.insert(k);
+    }
+  }
+
+  std::string transposed(const TensorDecl t, const std::vector<int> &perm) { // a copy: tensors grow
+    for (const auto &r : relayouts_)
+      if (r.tensor == t.name && r.order == perm) return r.as;
+    std::string name = t.name + "_t" + std::to_string(relayouts_.size());
+    TensorDecl nt = t;
+    nt.name = name;
+    nt.role = Role::Temporary;
+    nt.shape.clear();
+    for (int d : perm) nt.shape.push_back(t.shape[d]);
+    p_.tensors.push_back(nt);
+    relayouts_.push_back({t.name, name, perm});
+    // name(o0, o1, ...) = t(...) with o_d at t's dim perm[d].
+    std::vector<std::string> in(perm.size()), out;
+    for (size_t d = 0; d < perm.size(); ++d) {
+      out.push_back("o" + std::to_string(d));
+      in[perm[d]] = out.back();
+    }
+    ProgramStatement ps;
+    ps.stmt.lhs.tensor = name;
+    ps.stmt.lhs.indices = out;
+    ps.stmt.lhs.indexOffsets.assign(out.size(), 0);
+    ps.stmt.assignOp = "=";
+    auto rhs = std::make_shared<Expr>();
+    rhs->kind = Expr::Kind::Access;
+    rhs->access.tensor = t.name;
+    rhs->access.indices = in;
+    rhs->access.indexOffsets.assign(in.size(), 0);
+    ps.stmt.rhs = rhs;
+    ps.text = printStatement(ps.stmt);
+    ps.loc = t.loc;
+    analyseStatement(ps, p_);
+    added_.push_back(ps);
+    return name;
+  }
+
+  void permuteTemporary(TensorDecl &t, const std::vector<int> &perm, size_t w) {
+    std::vector<Extent> shape;
+    std::vector<std::string> lhs;
+    for (int d : perm) shape.push_back(t.shape[d]), lhs.push_back(p_.statements[w].stmt.lhs.indices[d]);
+    t.shape = shape;
+    p_.statements[w].stmt.lhs.indices = lhs;
+    changed_.insert(w);
+    relayouts_.push_back({t.name, t.name, perm});
+  }
+
+  static void collectMutable(const ExprPtr &e, std::vector<Access *> &out) {
+    if (e->kind == Expr::Kind::Access) out.push_back(&e->access);
+    for (const auto &a : e->args) collectMutable(a, out);
+  }
+  TensorDecl *tensor(const std::string &n) {
+    for (auto &t : p_.tensors)
+      if (t.name == n) return &t;
+    return nullptr;
+  }
+  int writer(const std::string &n) const {
+    for (size_t k = 0; k < p_.statements.size(); ++k)
+      if (p_.statements[k].stmt.lhs.tensor == n) return (int)k;
+    return -1;
+  }
+  int readers(const std::string &n) const {
+    int c = 0;
+    for (const auto &ps : p_.statements) {
+      std::vector<const Access *> r;
+      collectAccesses(ps.stmt.rhs, r);
+      for (const Access *a : r) c += a->tensor == n;
+    }
+    return c;
+  }
+
+  Program &p_;
+  std::vector<ProgramStatement> added_;
+  std::vector<Relayout> relayouts_;
+  std::set<size_t> changed_;
+};
+
+Scop flatten(const Program &program) {
+  Program relaid = program;
+  std::vector<Relayout> relayouts = Relayouter(relaid).run();
+  Builder builder(relaid);
+  for (const auto &r : relayouts)
+    if (r.as != r.tensor) builder.transposedInputs.insert(r.as);
+  Scop s = builder.run();
+  s.relayouts = relayouts;
+  return s;
+}
 
 } // namespace polyk

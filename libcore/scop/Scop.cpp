@@ -138,6 +138,16 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
     }
     s.statements.push_back(st);
   }
+  if (YAML::Node rl = doc.root["relayouts"]) {
+    if (!rl.IsSequence()) fail(doc.loc(rl), "'relayouts' must be a list");
+    for (const auto &r : rl) {
+      Relayout x;
+      x.tensor = doc.str(doc.field(r, "tensor"));
+      x.as = doc.str(doc.field(r, "as"));
+      for (const auto &o : doc.field(r, "order")) x.order.push_back((int)doc.integer(o));
+      s.relayouts.push_back(x);
+    }
+  }
   if (level >= Level::Schedule) {
     YAML::Node tree = doc.field(doc.root, "schedule");
     s.schedule = doc.str(tree);
@@ -220,6 +230,13 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  if (!s.relayouts.empty()) {
+    out << YAML::Key << "relayouts" << YAML::Value << YAML::BeginSeq;
+    for (const auto &r : s.relayouts)
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "tensor" << YAML::Value << r.tensor << YAML::Key << "as"
+          << YAML::Value << r.as << YAML::Key << "order" << YAML::Value << YAML::Flow << r.order << YAML::EndMap;
+    out << YAML::EndSeq;
+  }
   if (level >= Level::Schedule) {
     out << YAML::Key << "sizes" << YAML::Value;
     emitQuoted(out, s.sizes);

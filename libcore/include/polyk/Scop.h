@@ -38,6 +38,13 @@ struct ScopStatement {
   SourceLoc loc;         // in the file it was read from (not written)
 };
 
+/// A tensor flatten re-laid out so an interchanged reduction reads consecutive addresses
+/// (Panamera §3.1): `as` holds `tensor` with its dims permuted, as[d] = tensor[order[d]].
+struct Relayout {
+  std::string tensor, as;
+  std::vector<int> order;
+};
+
 /// One kernel of the bound program: a child of the schedule tree's top-level sequence.
 struct KernelConfig {
   std::string name;
@@ -55,6 +62,7 @@ struct Scop {
   std::vector<std::pair<std::string, long long>> params;
   std::vector<TensorDecl> tensors;
   std::vector<ScopStatement> statements;
+  std::vector<Relayout> relayouts;
   // schedule/1
   std::string schedule;       // isl schedule tree (block YAML text)
   std::string sizes;          // isl union map: kernel[k] -> tile[..]; kernel[k] -> block[..]
