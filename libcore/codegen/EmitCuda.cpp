@@ -169,6 +169,21 @@ std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const
       [&](const ScopStatement &st) { return initMacro(s, st, d); });
 }
 
+/// An initialisation is needed only where some block combines into the output; where one block
+/// per output stores it directly, the kernel of its initialisation is not launched.
+bool initNotNeeded(const Scop &s, const KernelConfig &init, const EmitOptions &opt) {
+  for (const auto &name : init.statements) {
+    const ScopStatement *st = s.statement(name);
+    if (st->kind != StmtKind::Init) return false;
+    bool direct = false;
+    for (const auto &kc : s.kernels)
+      for (const auto &n : kc.statements)
+        if (n == st->reduction) direct = !singleThread(kc) && returnMode(s, kc, *s.statement(n), opt) == Return::Direct;
+    if (!direct) return false;
+  }
+  return !init.statements.empty();
+}
+
 std::set<std::string> promotedTensors(const Scop &s) {
   std::set<std::string> promoted;
   for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
@@ -187,6 +202,7 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   for (const auto &kc : s.kernels) {
+    if (initNotNeeded(s, kc, opt)) continue; // as the launcher does
     o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted, opt);
     std::vector<const ScopStatement *> reductions;
     for (const auto &name : kc.statements)
@@ -195,8 +211,10 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
       std::string T = computeCType(out.type);
       o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + elementsExpr(out) + ");\n";
-      o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) pacc_" + st->name + "[e] = " +
-           loadElement(Dialect::C, out.type, out.name + "[e]") + ";\n";
+      // A direct store overwrites the output; the other returns combine into its current value.
+      std::string start = returnMode(s, kc, *st, opt) == Return::Direct ? reduceIdentity(*st->op, out.type)
+                                                                        : loadElement(Dialect::C, out.type, out.name + "[e]");
+      o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) pacc_" + st->name + "[e] = " + start + ";\n";
     }
     o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] +
          "; ++b_x)\n";
@@ -253,6 +271,10 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
          ", stream)) != cudaSuccess) return err;\n";
   }
   for (const auto &kc : s.kernels) {
+    if (initNotNeeded(s, kc, opt)) {
+      o += "  /* " + kc.name + " initialises outputs that one block per element stores directly: not launched */\n";
+      continue;
+    }
     std::string extra;
     for (const auto &name : kc.statements) {
       const ScopStatement *st = s.statement(name);

@@ -110,7 +110,8 @@ std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOpt
   for (const auto &t : s.tensors)
     if (t.role == Role::Output)
       o += "  " + std::string(cStorageType(t.type)) + " *c_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
-           cStorageType(t.type) + ") * n_" + t.name + ");\n";
+           cStorageType(t.type) + ") * n_" + t.name + ");\n  memset(c_" + t.name + ", 0xFF, sizeof(" + cStorageType(t.type) +
+           ") * n_" + t.name + "); /* poison */\n";
   o += "  polyk_" + s.name + "_" + suffix + "(" + hostArgs(s, "c_") + ");\n";
   o += compareOutputs(s, "c_", opt);
   o += "  printf(\"%s " + s.name + " (" + suffix + ") max_err=%.3g\\n\", pass ? \"PASS\" : \"FAIL\", worst);\n";
@@ -193,7 +194,7 @@ EmitResult emit(const Scop &bound, const EmitOptions &opt) {
     bool mapped = opt.target == EmitOptions::Target::MappedC;
     r.code = header + cPrologue(bound, Dialect::C) + "\n" + (mapped ? emitMappedC(bound, opt) : emitScheduleC(bound));
     if (opt.harness)
-      r.code += "\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound, mapped ? "mapped" : "c", opt);
+      r.code += "\n#include <string.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound, mapped ? "mapped" : "c", opt);
   } else {
     r.code = header + emitCudaKernels(bound, opt);
     if (opt.harness) {

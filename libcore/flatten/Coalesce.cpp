@@ -65,7 +65,7 @@ struct Builder {
     }
   }
 
-  /// §3.2: an elementwise producer read exactly once, over all of its consumer's iterators, takes
+  /// §3.2: an elementwise producer read over all of its consumer's iterators takes
   /// the consumer's coalescing (its dims renamed through the tensor it writes), so the two stay
   /// fusible after coalescing. Recurses through chains of elementwise statements.
   void propagate(int consumer) {
@@ -77,7 +77,9 @@ struct Builder {
       if (w == writerOf.end() || w->second >= consumer) continue;
       int producer = w->second;
       const ProgramStatement &ps = p.statements[producer];
-      if (plans[producer] || ps.stmt.assignOp != "=" || readCount[a->tensor] != 1) continue;
+      // A producer read elsewhere too still fuses into the reduction (it also stores its result
+      // for the other readers): softmax's exp(x - max) feeds both the sum and the division.
+      if (plans[producer] || ps.stmt.assignOp != "=") continue;
       // A transposition stays a kernel of its own: fused, it would read strided again.
       if (transposedInputs.count(a->tensor)) continue;
       if (a->indices.size() != cs.iterators.size()) continue; // a broadcast: no one-to-one match
