@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark of polyk against torch eager and torch.compile (bench/reduce_bench.py) on the GPU.
+# Benchmark of polyk against torch eager and torch.compile (bench/reduce_bench.py) on the GPU:
+# suite 1 (single f32 sums) and suite 2 (Panamera sub-graphs, softmax, layer norm).
 #   here:  bench/bench.sh prepare   -> build/bench/*.cu (launchers only, no harness)
 #   there: bench/bench.sh run       -> shared libraries, the driver; CSV to $OUT and bench/results
 set -uo pipefail

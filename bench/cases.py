@@ -35,13 +35,48 @@ def single_cases():
     return out
 
 
+# Suite 2: Panamera's sub-graphs (Table 2), softmax and layer norm, from examples/, with the torch
+# program computing the same outputs (a tuple when there are several).
+SUBGRAPHS = {
+    "panamera/sg1": "lambda x: x.half().float().half().sum(0, dtype=torch.float32).half()",
+    "panamera/sg2": "lambda x: x.half().sum(0, dtype=torch.float32).half()",
+    "panamera/sg3": "lambda x: x.float().sum(0)",
+    "panamera/sg4": "lambda x: (x * x).sum(1)",
+    "panamera/sg5": "lambda x: ((-x) * x).sum()",
+    "panamera/sg6": "lambda x: ((x * 2.0) * x).sum()",
+    "panamera/sg7": "lambda x: ((x + 1.0) * x).sum((0, 1))",
+    "panamera/sg8": "lambda x: (((x + 1.0) * x).sum((0, 1)), ((x + 2.0) * (x + 2.0)).sum((0, 1)))",
+    "panamera/sg9": "lambda x: (x.sum(0), (x * x).sum(0))",
+    "panamera/sg10": "lambda x: x.float().sum((0, 1))",
+    "panamera/sg11": "lambda x: x.float().sum(2)",
+    "panamera/sg12": "lambda x: x.sum(dtype=torch.float32).half()",
+    "softmax": "lambda x: torch.softmax(x, 1)",
+    "layernorm": "lambda x: torch.nn.functional.layer_norm(x, (768,), eps=1e-5)",
+}
+
+
+def subgraph_cases(root):
+    out = []
+    for path, fn in SUBGRAPHS.items():
+        with open(os.path.join(root, "examples", path + ".yaml")) as f:
+            text = f.read()
+        out.append({"name": path.split("/")[-1], "suite": "subgraph", "program": text, "torch": fn})
+    return out
+
+
+def all_cases(root):
+    return single_cases() + subgraph_cases(root)
+
+
 def main():
     d = sys.argv[1]
     os.makedirs(d, exist_ok=True)
-    for c in single_cases():
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    cases = all_cases(root)
+    for c in cases:
         with open(os.path.join(d, c["name"] + ".yaml"), "w") as f:
             f.write(c["program"])
-    print(len(single_cases()))
+    print(len(cases))
 
 
 if __name__ == "__main__":
