@@ -183,9 +183,11 @@ KernelSizes defaultSizes(const BandShape &b) {
 }
 
 static KernelSizes defaultSizesAnyType(const BandShape &b) {
-  // Panamera Part 1: more work per thread, fewer blocks, fewer atomics. About two resident
-  // blocks per SM of an H100 (132 SMs) fill the machine; more blocks only add atomics.
-  const long long targetBlocks = 264;
+  // Panamera Part 1: more work per thread, fewer blocks, fewer atomics, but enough blocks to keep
+  // the H100's 132 SMs streaming. Block counts measured by bench/sweep.sh (docs/sizes.md):
+  // 528 blocks of 512 threads for an all-reduce, about 1024 blocks for a y-reduce, and a whole
+  // short row in one block.
+  const long long smBlocks = 132;
   KernelSizes s;
   size_t n = b.extent.size();
   s.tile.assign(n, 1);
@@ -195,7 +197,7 @@ static KernelSizes defaultSizesAnyType(const BandShape &b) {
     long long e = b.extent[0];
     long long threads = b.reduced[0] ? 512 : 256;
     threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
-    long long perThread = std::max<long long>(1, ceilDiv(e, threads * targetBlocks));
+    long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * smBlocks));
     if (!b.reduced[0]) perThread = std::min<long long>(perThread, 4);
     s.block[0] = threads;
     s.tile[0] = threads * perThread;
@@ -205,23 +207,24 @@ static KernelSizes defaultSizesAnyType(const BandShape &b) {
   int red = b.reduced[1] ? 1 : 0, par = 1 - red;
   long long P = b.extent[par], R = b.extent[red];
   if (b.contiguous == red || b.contiguous < 0) {
-    // Rows reduced along their contiguous dim: threads along the row.
+    // Rows reduced along their contiguous dim: threads along the row; a short row stays in one
+    // block (its result is stored directly: no atomic, no initialisation).
     long long bx = R >= 2048 ? 512 : std::min<long long>(32, pow2Ceil(R));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
-    long long rowBlocks = std::max<long long>(1, std::min(ceilDiv(targetBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
+    long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * smBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
     s.block[red] = bx;
     s.block[par] = by;
     s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx);
     s.tile[par] = by;
   } else {
     // Columns (a y-reduce): threads along the contiguous parallel dim, the reduced dim split
-    // over threadIdx.y and over enough blocks to fill the machine.
+    // over threadIdx.y and over enough blocks (about 8 per SM) to fill the machine.
     long long bx = std::min<long long>(32, pow2Ceil(P));
     long long by = std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(R));
     long long colBlocks = ceilDiv(P, bx);
-    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(targetBlocks, colBlocks), ceilDiv(R, by * 8)));
+    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(8 * smBlocks, colBlocks), ceilDiv(R, by * 8)));
     s.block[par] = bx;
     s.block[red] = by;
     s.tile[par] = bx;
