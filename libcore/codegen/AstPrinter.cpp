@@ -32,7 +32,6 @@ std::string arg(isl_ast_expr *e, int i) {
 
 } // namespace
 
-std::string AstPrinter::expr(const isl::ast_expr &e) { return exprText(e.get()); }
 
 std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
   isl_ast_node *node = nodeObj.get();
@@ -168,28 +167,5 @@ bool needsWideIndices(const Scop &s) {
   return false;
 }
 
-std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p) {
-  p.name = s.name;
-  p.params = s.params;
-  p.tensors = s.tensors;
-  std::vector<ProgramStatement> out;
-  std::string last;
-  for (const auto &st : s.statements) {
-    if (st.kind == StmtKind::Init || st.source == last) continue;
-    last = st.source;
-    ProgramStatement ps;
-    ps.text = st.source;
-    try {
-      ps.stmt = parseStatement(st.source);
-    } catch (const ParseError &e) {
-      fail(st.loc, "statement source does not parse: " + e.message);
-    }
-    ps.loc = st.loc;
-    analyseStatement(ps, p);
-    p.statements.push_back(ps);
-    out.push_back(ps);
-  }
-  return out;
-}
 
 } // namespace polyk::codegen

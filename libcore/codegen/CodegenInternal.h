@@ -45,7 +45,6 @@ struct AstPrinter {
   std::function<std::string(const std::string &stmt, const std::vector<std::string> &args)> user;
   std::function<std::string(const std::string &mark, const std::string &body, int indent)> mark;
   std::string print(const isl::ast_node &node, int indent) const;
-  static std::string expr(const isl::ast_expr &e);
 };
 
 /// The common prologue of generated files: index type, floord, min / max helpers.

@@ -30,6 +30,30 @@ std::string allocate(const std::string &name, const std::string &type, const std
 
 } // namespace
 
+std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p) {
+  p.name = s.name;
+  p.params = s.params;
+  p.tensors = s.tensors;
+  std::vector<ProgramStatement> out;
+  std::string last;
+  for (const auto &st : s.statements) {
+    if (st.kind == StmtKind::Init || st.source == last) continue;
+    last = st.source;
+    ProgramStatement ps;
+    ps.text = st.source;
+    try {
+      ps.stmt = parseStatement(st.source);
+    } catch (const ParseError &e) {
+      fail(st.loc, "statement source does not parse: " + e.message);
+    }
+    ps.loc = st.loc;
+    analyseStatement(ps, p);
+    p.statements.push_back(ps);
+    out.push_back(ps);
+  }
+  return out;
+}
+
 std::string hostSignature(const Scop &s, const std::string &fn, bool cuda) {
   std::string sig = fn + "(";
   bool first = true;

@@ -193,11 +193,5 @@ std::string cExpression(const isl::pw_aff &pa) {
   return text;
 }
 
-std::string astExprToC(const isl::ast_expr &e) {
-  char *c = isl_ast_expr_to_C_str(e.get());
-  std::string s = c;
-  free(c);
-  return s;
-}
 
 } // namespace polyk

@@ -49,7 +49,5 @@ std::string cExpression(const isl::pw_aff &pa);
 /// C lacks (generated files define them).
 std::string islExprToC(isl_ast_expr *e);
 
-/// C expression text of an isl AST expression.
-std::string astExprToC(const isl::ast_expr &e);
 
 } // namespace polyk
