@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# Benchmark of polyk against torch eager and torch.compile (bench/reduce_bench.py) on the GPU:
-# suite 1 (single f32 sums) and suite 2 (Panamera sub-graphs, softmax, layer norm).
-#   here:  bench/bench.sh prepare   -> build/bench/*.cu (launchers only, no harness)
-#   there: bench/bench.sh run       -> shared libraries, the driver; CSV to $OUT and bench/results
+# Benchmark of polyk against CUB, torch eager and torch.compile (bench/reduce_bench.py) on the GPU:
+# suite 1 (single reductions) and suite 2 (Panamera's sub-graphs, softmax, layer norm).
+#   here:  bench/bench.sh prepare [VARIANT=EMIT_OPTS ...]
+#            -> build/bench/default/*.cu (the toolchain's defaults) and build/bench/VARIANT/*.cu
+#   there: bench/bench.sh run [reduce_bench.py options]
+#            -> shared libraries, the driver; CSV to $OUT (or /tmp), table on stdout
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=build/bench
 if [ "${1:-run}" = prepare ]; then
-  rm -rf "$dir" && mkdir -p "$dir/src"
+  shift
+  rm -rf "$dir" && mkdir -p "$dir/src" "$dir/default"
   python3 bench/cases.py "$dir/src" > /dev/null
   for p in "$dir"/src/*.yaml; do
-    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$(basename "$p" .yaml).cu" || exit 1
+    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/default/$(basename "$p" .yaml).cu" || exit 1
   done
-  rm -rf "$dir/src" && cp -r libcore/runtime "$dir/runtime"
-  ls "$dir"/*.cu | wc -l
+  for spec in "$@"; do  # VARIANT=EMIT_OPTS, e.g. shfl=--block-reduce=shfl
+    v=${spec%%=*} opts=${spec#*=}
+    mkdir -p "$dir/$v"
+    for p in "$dir"/src/*.yaml; do
+      # shellcheck disable=SC2086
+      POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$v/$(basename "$p" .yaml).cu" $opts || exit 1
+    done
+  done
+  rm -rf "$dir/src" && cp -r libcore/runtime "$dir/runtime" && cp bench/cub_peer.cu "$dir/"
+  ls "$dir"/*/*.cu | wc -l
   exit 0
 fi
+shift || true
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-ls "$dir"/*.cu | xargs -P "$(nproc)" -I{} sh -c "n=\$(basename {} .cu); $nvcc -std=c++17 -O3 -arch=sm_90 -shared -Xcompiler -fPIC -I$dir/runtime {} -o $dir/lib\$n.so || echo 'nvcc failed: {}'"
+flags="-std=c++17 -O3 -arch=sm_90 -shared -Xcompiler -fPIC -cudart shared"
+# shellcheck disable=SC2086
+[ "$dir/libcub_peer.so" -nt "$dir/cub_peer.cu" ] || $nvcc $flags "$dir/cub_peer.cu" -o "$dir/libcub_peer.so" &
+ls "$dir"/*/*.cu | xargs -P "$(nproc)" -I{} sh -c \
+  "n=\$(basename {} .cu); d=\$(dirname {}); [ \$d/lib\$n.so -nt {} ] || $nvcc $flags -I$dir/runtime {} -o \$d/lib\$n.so || echo 'nvcc failed: {}'"
+wait
+variants=$(cd "$dir" && ls -d */ | tr -d / | grep -v -e '^default$' -e '^runtime$' | paste -sd, -)
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')
 csv=${OUT:-/tmp}/$(date +%F)-$device.csv
-PYTHONUNBUFFERED=1 python3 bench/reduce_bench.py "$dir" "$csv"
+PYTHONUNBUFFERED=1 python3 bench/reduce_bench.py "$dir" "$csv" --variants "$variants" "$@"

@@ -1,37 +1,74 @@
 #!/usr/bin/env python3
-"""Benchmark cases (issue: faster than CUB / torch / torch.compile): program/1 text and the torch
-expression computing the same thing. `python3 bench/cases.py DIR` writes DIR/<case>.yaml."""
+"""Benchmark cases of the performance issue: each is a program/1 text, the torch expression that
+computes the same outputs, and (where CUB has the primitive) the CUB call that does.
+
+Suite 1 (single reductions): every shape / reduced-dims pair of the issue, under the operator and
+dtype pairs sum / max over f32, f16, i32 and logical-and over bool. Suite 2: Panamera's twelve
+sub-graphs (Table 2), softmax and layer norm over [8192, 768] and [64, 128, 768].
+
+`python3 bench/cases.py DIR` writes DIR/<case>.yaml and prints the number of cases.
+"""
 import os
 import sys
 
 IDX = "abcdefgh"
 
+SHAPES = [([1024, 1024], [[0, 1], [1], [0]]), ([768, 21128], [[0, 1], [1], [0]]), ([16226304], [[0]]),
+          ([1024, 131072], [[1], [0]]), ([131072, 1024], [[1], [0]]), ([1048576, 512], [[1]]),
+          ([64, 128, 768], [[0, 1], [2]]), ([40, 20, 10, 5], [[0, 2, 3]])]
 
-def reduction(name, shape, dims, dtype="f32", op="sum"):
+# (op, dtype) pairs: sum and max over the numeric types, logical-and over bool.
+OPS = [("sum", "f32"), ("sum", "f16"), ("sum", "i32"), ("max", "f32"), ("max", "f16"), ("max", "i32"), ("and", "bool")]
+
+SYMBOL = {"sum": "+=!", "max": "max=!", "and": "&&=!"}
+
+
+def torch_reduction(op, dtype, dims, rank):
+    d = tuple(dims)
+    if op == "sum":
+        # torch widens integer sums to i64 unless told; polyk keeps i32 (wrapping).
+        return f"lambda x: x.sum(dim={d}, dtype=torch.int32)" if dtype == "i32" else f"lambda x: x.sum(dim={d})"
+    if op == "max":
+        return f"lambda x: x.amax(dim={d})"
+    return "lambda x: x.all()" if len(d) == rank else f"lambda x: torch.all(x, dim={d})"
+
+
+def cub_call(shape, dims, op, dtype):
+    """('all', n) for a reduction over every dim, ('rows', rows, cols) over trailing dims, else
+    None: CUB has no primitive for reductions over outer or interleaved dims."""
+    n = 1
+    for e in shape:
+        n *= e
+    if sorted(dims) == list(range(len(shape))):
+        return ("all", n)
+    k = len(shape) - len(dims)
+    if sorted(dims) == list(range(k, len(shape))):
+        cols = 1
+        for e in shape[k:]:
+            cols *= e
+        return ("rows", n // cols, cols)
+    return None
+
+
+def reduction(name, shape, dims, dtype, op):
     ix = [IDX[k] for k in range(len(shape))]
     out_ix = [ix[k] for k in range(len(shape)) if k not in dims]
     out_shape = [shape[k] for k in range(len(shape)) if k not in dims]
-    sym = {"sum": "+=!", "max": "max=!", "and": "&&=!"}[op]
     text = (f"polyk: program/1\nname: {name}\ntensors:\n"
             f"  x:   {{type: {dtype}, shape: {list(shape)}, role: input}}\n"
             f"  out: {{type: {dtype}, shape: {out_shape}, role: output}}\n"
-            f"statements:\n  - out({', '.join(out_ix)}) {sym} x({', '.join(ix)})\n")
-    tdims = tuple(dims)
-    torch_fn = {"sum": f"lambda x: x.sum(dim={tdims})", "max": f"lambda x: x.amax(dim={tdims})",
-                "and": f"lambda x: x.all(dim={tdims})" if len(dims) == 1 else f"lambda x: x.flatten().all() if {len(dims)} == x.dim() else x.all(dim={tdims[0]})"}[op]
-    return {"name": name, "suite": "single", "program": text, "inputs": [("x", dtype, list(shape))],
-            "torch": torch_fn}
+            f"statements:\n  - out({', '.join(out_ix)}) {SYMBOL[op]} x({', '.join(ix)})\n")
+    return {"name": name, "suite": "single", "program": text, "torch": torch_reduction(op, dtype, dims, len(shape)),
+            "cub": cub_call(shape, dims, op, dtype), "op": op, "dtype": dtype}
 
 
 def single_cases():
-    shapes = [([1024, 1024], [[0, 1], [1], [0]]), ([768, 21128], [[0, 1], [1], [0]]), ([16226304], [[0]]),
-              ([1024, 131072], [[1], [0]]), ([131072, 1024], [[1], [0]]), ([1048576, 512], [[1]]),
-              ([64, 128, 768], [[0, 1], [2]]), ([40, 20, 10, 5], [[0, 2, 3]])]
     out = []
-    for shape, dimsets in shapes:
-        for dims in dimsets:
-            tag = "x".join(map(str, shape)) + "_d" + "".join(map(str, dims))
-            out.append(reduction(f"sum_f32_{tag}", shape, dims))
+    for op, dtype in OPS:
+        for shape, dimsets in SHAPES:
+            for dims in dimsets:
+                tag = "x".join(map(str, shape)) + "_d" + "".join(map(str, dims))
+                out.append(reduction(f"{op}_{dtype}_{tag}", shape, dims, dtype, op))
     return out
 
 
@@ -50,9 +87,17 @@ SUBGRAPHS = {
     "panamera/sg10": "lambda x: x.float().sum((0, 1))",
     "panamera/sg11": "lambda x: x.float().sum(2)",
     "panamera/sg12": "lambda x: x.sum(dtype=torch.float32).half()",
-    "softmax": "lambda x: torch.softmax(x, 1)",
+    "softmax": "lambda x: torch.softmax(x, -1)",
     "layernorm": "lambda x: torch.nn.functional.layer_norm(x, (768,), eps=1e-5)",
 }
+
+
+def as_3d(text, name):
+    """The [8192, 768] softmax / layer norm of examples/ over [64, 128, 768] (rows b, s)."""
+    text = text.replace("name: " + name, "name: " + name + "_3d")
+    text = text.replace("[8192, 768]", "[64, 128, 768]").replace("[8192]", "[64, 128]")
+    text = text.replace("(i, j)", "(b, i, j)").replace("(i)", "(b, i)")
+    return text
 
 
 def subgraph_cases(root):
@@ -60,7 +105,10 @@ def subgraph_cases(root):
     for path, fn in SUBGRAPHS.items():
         with open(os.path.join(root, "examples", path + ".yaml")) as f:
             text = f.read()
-        out.append({"name": path.split("/")[-1], "suite": "subgraph", "program": text, "torch": fn})
+        name = path.split("/")[-1]
+        out.append({"name": name, "suite": "subgraph", "program": text, "torch": fn, "cub": None})
+        if name in ("softmax", "layernorm"):
+            out.append({"name": name + "_3d", "suite": "subgraph", "program": as_3d(text, name), "torch": fn, "cub": None})
     return out
 
 

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""One process, one method: times polyk's launchers (loaded from shared libraries), torch eager
-and torch.compile on the same inputs with triton.testing.do_bench (CUDA events, warm-up, L2
-flushed, median), plus a device copy (bandwidth ceiling) and an empty kernel (launch floor).
-Writes bench/results/<date>-<device>.csv (suite,case,contender,median_us,bytes), prints a table.
-Usage: reduce_bench.py LIBDIR CSV"""
+"""One process, one method: times polyk's launchers (loaded from shared libraries), CUB
+(bench/cub_peer.cu), torch eager and torch.compile on the same inputs with
+triton.testing.do_bench (CUDA events, warm-up, L2 flushed between repetitions, median of at
+least 100), plus a device copy (bandwidth ceiling) and an empty kernel (launch floor).
+
+Usage: reduce_bench.py LIBDIR CSV [--variants a,b,..] [--only SUBSTR,..] [--no-compile]
+  LIBDIR/default/lib<case>.so is polyk as the toolchain builds it by default; LIBDIR/<v>/lib<case>.so
+  are builds with other options (bench/bench.sh), timed too and written to CSV's *-variants.csv.
+Writes CSV (suite,case,contender,median_us,bytes) as it goes and prints a table last.
+"""
+import argparse
 import ctypes
-import datetime
 import math
 import os
 import sys
@@ -19,73 +24,186 @@ import cases  # noqa: E402
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
       "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
+CUB_OP = {"sum": 0, "max": 1, "and": 2}
+CUB_DT = {"f32": 0, "f16": 1, "i32": 2, "bool": 3}
 
 
 def median_us(fn):
-    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") * 1000.0
+    """Median of at least 100 timed runs (do_bench sizes its repetitions from a first estimate)."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    est_ms = start.elapsed_time(end) / 5
+    # do_bench adds an L2 flush (a 256 MiB memset, ~0.1 ms) to each repetition's cost estimate.
+    rep = max(40.0, 120 * (est_ms + 0.1))
+    return triton.testing.do_bench(fn, warmup=10, rep=rep, return_mode="median") * 1000.0
+
+
+def make_input(dtype, shape, gen):
+    if dtype == "bool":
+        # Mostly true, so logical-and results are not all false.
+        return torch.rand(shape, device="cuda", generator=gen) < 0.999
+    if dtype in ("i32", "i64"):
+        return torch.randint(-100, 101, shape, device="cuda", generator=gen, dtype=DT[dtype])
+    return torch.empty(shape, device="cuda", dtype=torch.float32).uniform_(-1, 1, generator=gen).to(DT[dtype])
+
+
+def rel_error(outs, ref):
+    err = 0.0
+    for o, r in zip(outs, ref):
+        o, r = o.double(), r.double()
+        if not torch.isfinite(o).all():
+            return float("inf")
+        err = max(err, ((o - r).abs().max() / r.abs().max().clamp_min(1e-30)).item())
+    return err
+
+
+def tolerance(outs):
+    if any(t.dtype in (torch.float16, torch.bfloat16) for t in outs):
+        return 2e-2
+    if all(t.dtype in (torch.int32, torch.int64, torch.bool) for t in outs):
+        return 0.0
+    return 1e-4
+
+
+class Lib:
+    def __init__(self, path, name):
+        self.lib = ctypes.CDLL(path)
+        self.fn = getattr(self.lib, f"polyk_{name}")
 
 
 def main():
-    libdir, csv = sys.argv[1], sys.argv[2]
-    torch.manual_seed(0)
-    rows, table = [], []
-    # Ceilings measured in this run: a 1 GiB device copy and an empty kernel.
+    ap = argparse.ArgumentParser()
+    ap.add_argument("libdir")
+    ap.add_argument("csv")
+    ap.add_argument("--variants", default="")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    args = ap.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    only = [s for s in args.only.split(",") if s]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(0)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    cub = ctypes.CDLL(os.path.join(args.libdir, "libcub_peer.so"))
+
+    csv = open(args.csv, "w")
+    csv.write("suite,case,contender,median_us,bytes\n")
+    vcsv = open(args.csv.replace(".csv", "-variants.csv"), "w")
+    vcsv.write("suite,case,variant,median_us,bytes,max_rel_err\n")
+
+    def row(f, *r):
+        f.write(",".join(str(x) if not isinstance(x, float) else "%.3f" % x for x in r) + "\n")
+        f.flush()
+
+    # Ceilings measured in this run: a 1 GiB device copy (read + write) and an empty kernel.
     a = torch.empty(1 << 28, device="cuda", dtype=torch.float32).uniform_()
     b = torch.empty_like(a)
     t_copy = median_us(lambda: b.copy_(a))
     copy_bw = 2 * a.numel() * 4 / (t_copy * 1e-6)
-    rows.append(("ceiling", "copy_1GiB", "copy", t_copy, 2 * a.numel() * 4))
+    row(csv, "ceiling", "copy_1GiB", "copy", t_copy, 2 * a.numel() * 4)
+    del a, b
     empty = torch.empty(0, device="cuda")
     t_empty = median_us(lambda: empty.add_(1))
-    rows.append(("ceiling", "empty", "empty", t_empty, 0))
-    del a, b
-    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    row(csv, "ceiling", "empty", "empty", t_empty, 0)
+
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    table = []
     for c in cases.all_cases(root):
         name = c["name"]
+        if only and not any(s in name for s in only):
+            continue
         prog = yaml.safe_load(c["program"])
         params = prog.get("params") or {}
-        lib = ctypes.CDLL(os.path.join(libdir, f"lib{name}.so"))
-        launch = getattr(lib, f"polyk_{name}")
-        ins, outs = [], []
+        ins, outs, order = [], [], []
         for tname, t in prog["tensors"].items():
             shape = [params[e] if isinstance(e, str) else e for e in t["shape"]]
             if t["role"] == "input":
-                ins.append(torch.empty(shape, device="cuda", dtype=torch.float32).uniform_(-1, 1).to(DT[t["type"]]))
+                ins.append(make_input(t["type"], shape, gen))
+                order.append(ins[-1])
             elif t["role"] == "output":
                 outs.append(torch.empty(shape, device="cuda", dtype=DT[t["type"]]))
+                order.append(outs[-1])
         fn = eval(c["torch"])
         ref = fn(*ins)
         ref = ref if isinstance(ref, tuple) else (ref,)
-        args = [ctypes.c_longlong(v) for v in params.values()] + [ctypes.c_void_p(t.data_ptr()) for t in ins + outs]
-        call = lambda: launch(*args, stream)
-        assert call() == 0, name
-        torch.cuda.synchronize()
-        err = max(((o.double() - r.double()).abs().max() / r.double().abs().max().clamp_min(1e-30)).item()
-                  for o, r in zip(outs, ref))
-        ok = err < (2e-2 if any(t.dtype == torch.float16 for t in outs) else 1e-4)
         nbytes = sum(t.numel() * t.element_size() for t in ins + outs)
-        t_polyk = median_us(call)
+        cargs = [ctypes.c_longlong(v) for v in params.values()] + [ctypes.c_void_p(t.data_ptr()) for t in order]
+
+        def polyk_time(sub):
+            path = os.path.join(args.libdir, sub, f"lib{name}.so")
+            if not os.path.exists(path):
+                return None, None
+            launch = Lib(path, name).fn
+            for o, r in zip(outs, ref):  # poison: every element must be written
+                if o.dtype == torch.bool:
+                    o.copy_(~r)
+                else:
+                    o.reshape(-1).view(torch.uint8).fill_(0xFF)
+            call = lambda: launch(*cargs, stream)  # noqa: E731
+            if call() != 0:
+                return None, float("inf")
+            torch.cuda.synchronize()
+            err = rel_error(outs, ref)
+            return median_us(call), err
+
+        t_polyk, err = polyk_time("default")
+        ok = err is not None and err <= tolerance(outs)
+        for v in variants:
+            tv, ev = polyk_time(v)
+            if tv is not None:
+                row(vcsv, c["suite"], name, v, tv, nbytes, "%.3g" % ev)
         t_torch = median_us(lambda: fn(*ins))
-        compiled = torch.compile(fn)
-        compiled(*ins)
-        t_comp = median_us(lambda: compiled(*ins))
-        for who, t in (("polyk", t_polyk), ("torch", t_torch), ("torch.compile", t_comp)):
-            rows.append((c["suite"], name, who, t, nbytes))
-        best = min(t_torch, t_comp)
-        table.append((name, t_polyk, t_torch, t_comp, best / t_polyk, nbytes / (t_polyk * 1e-6) / copy_bw, ok, err))
-    with open(csv, "w") as f:
-        f.write("suite,case,contender,median_us,bytes\n")
-        for r in rows:
-            f.write("%s,%s,%s,%.3f,%d\n" % r)
-    print(f"copy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write), empty kernel {t_empty:.2f} us")
-    print("%-34s %9s %9s %13s %7s %6s %s" % ("case", "polyk", "torch", "torch.compile", "ratio", "bw", "check"))
-    for n, tp, tt, tc, ratio, frac, ok, err in table:
-        print("%-34s %9.2f %9.2f %13.2f %7.2f %5.0f%% %s" % (n, tp, tt, tc, ratio, 100 * frac, "ok" if ok else "WRONG %.2g" % err))
-    ratios = [t[4] for t in table]
-    print("geomean best-peer/polyk: %.2f; slowest case %.2fx" % (math.exp(sum(map(math.log, ratios)) / len(ratios)), min(ratios)))
-    big = [(n, f) for n, tp, tt, tc, r, f, ok, e in table if f * copy_bw * tp * 1e-6 >= 64 * 2**20]
-    print("cases reading >= 64 MiB at >= 92%% of copy bandwidth: %d of %d" % (sum(f >= 0.92 for n, f in big), len(big)))
+        t_comp = None
+        if not args.no_compile:
+            compiled = torch.compile(fn)
+            compiled(*ins)
+            t_comp = median_us(lambda: compiled(*ins))
+        t_cub = None
+        if c["cub"] is not None:
+            o = torch.empty_like(ref[0]) if ref[0].dtype == DT[c["dtype"]] else torch.empty(ref[0].shape, device="cuda", dtype=DT[c["dtype"]])
+            if c["cub"][0] == "all":
+                call = lambda: cub.cub_all(CUB_OP[c["op"]], CUB_DT[c["dtype"]], ctypes.c_void_p(ins[0].data_ptr()),  # noqa: E731
+                                           ctypes.c_void_p(o.data_ptr()), ctypes.c_longlong(c["cub"][1]), stream)
+            else:
+                call = lambda: cub.cub_rows(CUB_OP[c["op"]], CUB_DT[c["dtype"]], ctypes.c_void_p(ins[0].data_ptr()),  # noqa: E731
+                                            ctypes.c_void_p(o.data_ptr()), ctypes.c_longlong(c["cub"][1]),
+                                            ctypes.c_longlong(c["cub"][2]), stream)
+            if call() == 0:
+                t_cub = median_us(call)
+        for who, t in (("polyk", t_polyk), ("torch", t_torch), ("torch.compile", t_comp), ("cub", t_cub)):
+            if t is not None:
+                row(csv, c["suite"], name, who, t, nbytes)
+        peers = [t for t in (t_torch, t_comp, t_cub) if t is not None]
+        best = min(peers)
+        ratio = best / t_polyk if t_polyk else 0.0
+        frac = nbytes / (t_polyk * 1e-6) / copy_bw if t_polyk else 0.0
+        table.append((c["suite"], name, t_polyk, t_torch, t_comp, t_cub, ratio, frac, nbytes, ok, err))
+        print("%-34s %s" % (name, "polyk %.2f torch %.2f compile %s cub %s" % (
+            t_polyk or -1, t_torch, "%.2f" % t_comp if t_comp else "-", "%.2f" % t_cub if t_cub else "-")), flush=True)
+
+    fmt = lambda t: "%9.2f" % t if t else "%9s" % "-"  # noqa: E731
+    print(f"\ncopy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write), empty kernel {t_empty:.2f} us")
+    print("%-30s %9s %9s %9s %9s %6s %5s %6s %s" % ("case", "polyk", "torch", "compile", "cub", "ratio", "bw", "/empty", "check"))
+    for suite, n, tp, tt, tc, tb, ratio, frac, nb, ok, err in table:
+        print("%-30s %s %s %s %s %6.2f %4.0f%% %6.1f %s" % (n, fmt(tp), fmt(tt), fmt(tc), fmt(tb), ratio, 100 * frac,
+                                                          (tp or 0) / t_empty, "ok" if ok else "WRONG %.2g" % (err or -1)))
+    for suite in ("single", "subgraph", None):
+        rs = [t for t in table if suite is None or t[0] == suite]
+        if not rs:
+            continue
+        ratios = [max(t[6], 1e-9) for t in rs]
+        slow = min(rs, key=lambda t: t[6])
+        print("%-9s geomean best-peer/polyk %.2f over %d cases; slowest %s %.2fx; wrong %d" % (
+            suite or "all", math.exp(sum(map(math.log, ratios)) / len(ratios)), len(rs), slow[1], slow[6],
+            sum(not t[9] for t in rs)))
+    big = [t for t in table if t[8] >= 64 * 2**20]
+    print("cases moving >= 64 MiB at >= 92%% of copy bandwidth: %d of %d" % (sum(t[7] >= 0.92 for t in big), len(big)))
 
 
 if __name__ == "__main__":

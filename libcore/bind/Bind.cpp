@@ -240,8 +240,15 @@ isl::schedule applyMapping(const isl::schedule &bound, const std::vector<KernelC
       if (limit.find_first_not_of("0123456789") == std::string::npos) os << " < " << limit;
     }
     os << " }";
+    isl::union_set bandDomain = nodeDomain(band);
     isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
     isl::schedule_node n = deleteNode(mark); // its decision is applied: the band is fixed
+    // The filter goes to the top of the kernel, above each thread's own loops, so isl folds the
+    // ids into those loops' bounds instead of guarding every iteration (statements of the
+    // kernel outside this band pass unfiltered).
+    while (!(n.isa<isl::schedule_node_mark>() && markName(n).rfind("kernel_", 0) == 0)) n = n.parent();
+    n = n.child(0);
+    filter = filter.unite(nodeDomain(n).subtract(bandDomain));
     s = n.insert_filter(filter).schedule();
   }
   return s;

@@ -48,6 +48,7 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
     }
     std::string cond = exprText(isl::manage(isl_ast_node_for_get_cond(node)).get());
     std::string inc = exprText(isl::manage(isl_ast_node_for_get_inc(node)).get());
+    if (!loopPrefix.empty()) out += pad(indent) + loopPrefix + "\n";
     out += pad(indent) + "for (polyk_idx " + it + " = " + init + "; " + cond + "; " + it + " += " + inc + ") {\n";
     out += print(body, indent + 1) + pad(indent) + "}\n";
     return out;

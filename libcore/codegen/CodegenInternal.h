@@ -44,6 +44,8 @@ std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor);
 struct AstPrinter {
   std::function<std::string(const std::string &stmt, const std::vector<std::string> &args)> user;
   std::function<std::string(const std::string &mark, const std::string &body, int indent)> mark;
+  /// Printed on its own line before each (non-degenerate) loop, e.g. an unroll pragma.
+  std::string loopPrefix;
   std::string print(const isl::ast_node &node, int indent) const;
 };
 

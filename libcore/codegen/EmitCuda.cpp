@@ -53,7 +53,8 @@ Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st
   // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end (unless the
   // input type is asked for: then Panamera's f16 / bf16 atomics).
   bool lowPrecision = (out == DType::F16 || out == DType::BF16) && opt.accumulate == "f32";
-  if (opt.determinism == "run_to_run" || lowPrecision) return Return::Ordered;
+  // bool has no atomics of its size (Panamera §5.2): its blocks combine in order too.
+  if (opt.determinism == "run_to_run" || lowPrecision || out == DType::Bool) return Return::Ordered;
   return Return::Atomic;
 }
 
@@ -69,6 +70,18 @@ std::string orderedParams(const Scop &s, const KernelConfig &kc, const EmitOptio
   return p;
 }
 
+/// Unroll factor of a kernel's per-thread loops (EmitOptions::unroll): 16 bytes' worth of the
+/// narrowest element its statements read, at least 4, so each thread keeps that many independent
+/// loads in flight (H100 needs ~20 KB in flight per SM to stream at full bandwidth).
+int unrollFactor(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) {
+  if (opt.unroll > 0) return opt.unroll;
+  int narrowest = 8;
+  for (const auto &name : kc.statements)
+    for (const auto &r : s.statement(name)->reads)
+      if (const TensorDecl *t = s.tensor(isl::map(islCtx(), r).range_tuple_id().name())) narrowest = std::min(narrowest, dtypeBytes(t->type));
+  return std::max(4, 16 / narrowest);
+}
+
 /// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
@@ -80,6 +93,10 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     for (size_t i = 0; i < args.size(); ++i) c += (i ? ", " : "") + args[i];
     return c + ");\n";
   };
+  if (d == Dialect::Cuda) {
+    int u = unrollFactor(s, kc, opt);
+    if (u > 1) printer.loopPrefix = "#pragma unroll " + std::to_string(u);
+  }
   int bx = kc.block[0], by = kc.block[1];
   std::string o;
   for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
@@ -125,9 +142,11 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     case Return::Direct: o += "  if (" + leader + ") " + target + " = " + stored + ";\n"; break;
     case Return::Atomic: o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + target + ", " + stored + ");\n"; break;
     case Return::Ordered: {
-      std::string slots = blocksPerOutput(kc);
-      o += "  if (" + leader + ") polyk::ordered_combine_to<" + op + ">(partials_" + n + " + (long long)oidx_" + n + " * (" + slots +
-           "), counter_" + n + " + oidx_" + n + ", (int)b_" + kc.reduceBlockAxis + ", (int)(" + slots + "), " + value + ", &" + target + ");\n";
+      // Every thread takes part: the last block combines the partials with the whole line.
+      std::string axis = kc.reduceAxis == "y" ? "1" : "0";
+      o += "  polyk::ordered_combine_block<" + op + ", " + dims + ", " + axis + ">(partials_" + n + ", counter_" + n + ", (int)(" +
+           blocksPerOutput(kc) + "), (int)b_" + kc.reduceBlockAxis + ", " + leader + ", oidx_" + n + ", " + value + ", " + out.name +
+           ");\n";
       break;
     }
     }
@@ -169,8 +188,9 @@ std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const
       [&](const ScopStatement &st) { return initMacro(s, st, d); });
 }
 
-/// An initialisation is needed only where some block combines into the output; where one block
-/// per output stores it directly, the kernel of its initialisation is not launched.
+/// An initialisation is needed only where blocks combine into the output atomically; where one
+/// block per output stores it directly, or the last block stores the ordered combination, the
+/// kernel of its initialisation is not launched.
 bool initNotNeeded(const Scop &s, const KernelConfig &init, const EmitOptions &opt) {
   for (const auto &name : init.statements) {
     const ScopStatement *st = s.statement(name);
@@ -178,7 +198,7 @@ bool initNotNeeded(const Scop &s, const KernelConfig &init, const EmitOptions &o
     bool direct = false;
     for (const auto &kc : s.kernels)
       for (const auto &n : kc.statements)
-        if (n == st->reduction) direct = !singleThread(kc) && returnMode(s, kc, *s.statement(n), opt) == Return::Direct;
+        if (n == st->reduction) direct = !singleThread(kc) && returnMode(s, kc, *s.statement(n), opt) != Return::Atomic;
     if (!direct) return false;
   }
   return !init.statements.empty();
@@ -211,8 +231,9 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
       std::string T = computeCType(out.type);
       o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + elementsExpr(out) + ");\n";
-      // A direct store overwrites the output; the other returns combine into its current value.
-      std::string start = returnMode(s, kc, *st, opt) == Return::Direct ? reduceIdentity(*st->op, out.type)
+      // A direct store and the ordered return overwrite the output; atomics combine into its
+      // current (initialised) value.
+      std::string start = returnMode(s, kc, *st, opt) != Return::Atomic ? reduceIdentity(*st->op, out.type)
                                                                         : loadElement(Dialect::C, out.type, out.name + "[e]");
       o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) pacc_" + st->name + "[e] = " + start + ";\n";
     }

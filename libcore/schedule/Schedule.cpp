@@ -101,8 +101,6 @@ BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
     if (st.kind != StmtKind::Reduce) continue;
     if (dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) continue;
     shape.form = st.form;
-    // Panamera §5.2: bool has no atomics of its size; one block per output suffices for it.
-    shape.singleBlock = scop.tensor(isl::map(islCtx(), st.write).range_tuple_id().name())->type == DType::Bool;
     std::vector<int> dimOf = bandMemberDims(band, st.name);
     for (unsigned m = 0; m < dimOf.size(); ++m) {
       if (dimOf[m] < 0) continue;
@@ -172,17 +170,7 @@ isl::schedule markReductions(isl::schedule sched, const Scop &scop) {
 
 } // namespace
 
-static KernelSizes defaultSizesAnyType(const BandShape &b);
-
 KernelSizes defaultSizes(const BandShape &b) {
-  KernelSizes s = defaultSizesAnyType(b);
-  if (b.singleBlock)
-    for (size_t m = 0; m < b.extent.size(); ++m)
-      if (b.reduced[m]) s.tile[m] = roundUp(b.extent[m], s.block[m]);
-  return s;
-}
-
-static KernelSizes defaultSizesAnyType(const BandShape &b) {
   // Panamera Part 1: more work per thread, fewer blocks, fewer atomics, but enough blocks to keep
   // the H100's 132 SMs streaming. Block counts measured by bench/sweep.sh (docs/sizes.md):
   // 528 blocks of 512 threads for an all-reduce, about 1024 blocks for a y-reduce, and a whole

@@ -686,6 +686,60 @@ template <class Op, class T> void test_ordered_small() {
 }
 
 // ---------------------------------------------------------------------------
+// 5. ordered_combine_block: what generated kernels call (every thread of the block, lines of
+// threads along AXIS reducing into one output each, the last block combining with its line)
+// ---------------------------------------------------------------------------
+constexpr int kObSlots = 37, kObLinesGrid = 3;
+
+template <class Op, class T, class TOut, int BX, int BY, int AXIS>
+__global__ void k_ordered_block(const T* in, T* partials, unsigned* counters, TOut* out) {
+  constexpr int LINES = AXIS == 0 ? BY : BX, B = AXIS == 0 ? BX : BY;
+  const int line = AXIS == 0 ? threadIdx.y : threadIdx.x, k = AXIS == 0 ? threadIdx.x : threadIdx.y;
+  const int o = blockIdx.y * LINES + line, slot = blockIdx.x;
+  T v = in[(size_t(o) * kObSlots + slot) * B + k];
+  v = AXIS == 0 ? block_reduce_x<Op, T, BX, BY>(v) : block_reduce_y<Op, T, BX, BY>(v);
+  ordered_combine_block<Op, T, BX, BY, AXIS>(partials, counters, kObSlots, slot, k == 0, o, v, out);
+}
+
+template <class Op, class T, class TOut, int BX, int BY, int AXIS>
+void test_ordered_block(double tol) {
+  constexpr int LINES = AXIS == 0 ? BY : BX, B = AXIS == 0 ? BX : BY;
+  const int outs = kObLinesGrid * LINES;
+  Buf<T> in(size_t(outs) * kObSlots * B);
+  for (auto& v : in) v = logical_mode<Op, T> ? (coin(0.02) ? rand_rare<Op, T>() : rand_common<Op, T>()) : rand_val<Op, T>();
+  T *din = dev_alloc<T>(in.size()), *dpart = dev_alloc<T>(size_t(outs) * kObSlots);
+  TOut* dout = dev_alloc<TOut>(outs);
+  unsigned* dcnt = dev_alloc<unsigned>(outs);
+  h2d(din, in);
+  CK(cudaMemset(dcnt, 0, outs * sizeof(unsigned)));
+  std::vector<Buf<TOut>> runs;
+  bool counters_ok = true;
+  for (int r = 0; r < 4; ++r) {
+    CK(cudaMemset(dout, 0xFF, outs * sizeof(TOut)));  // poison: every output must be written
+    k_ordered_block<Op, T, TOut, BX, BY, AXIS><<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(din, dpart, dcnt, dout);
+    CK_LAUNCH();
+    runs.push_back(d2h(dout, outs));
+    for (unsigned c : d2h(dcnt, outs)) counters_ok = counters_ok && c == 0;
+  }
+  bool identical = true;
+  for (int r = 1; r < 4; ++r) identical = identical && memcmp(runs[r].data(), runs[0].data(), outs * sizeof(TOut)) == 0;
+  double maxerr = 0;
+  for (int o = 0; o < outs; ++o) {
+    T want = Op::template identity<T>();
+    for (int i = 0; i < kObSlots * B; ++i) want = Op::apply(want, in[size_t(o) * kObSlots * B + i]);
+    maxerr = std::max(maxerr, diff_of(runs[0][o], static_cast<TOut>(want)));
+  }
+  report(identical && counters_ok && maxerr <= tol,
+         std::string("ordered_combine_block<") + oname<Op>() + "," + tname<T>() + "> " + std::to_string(BX) + "x" +
+             std::to_string(BY) + " axis " + std::to_string(AXIS) + ": 4 runs bit-identical, counters reset, close to CPU",
+         maxerr);
+  CK(cudaFree(din));
+  CK(cudaFree(dpart));
+  CK(cudaFree(dout));
+  CK(cudaFree(dcnt));
+}
+
+// ---------------------------------------------------------------------------
 int main() {
   int ndev = 0;
   CK(cudaGetDeviceCount(&ndev));
@@ -736,6 +790,15 @@ int main() {
   test_ordered_small<OpMax, double>();
   test_ordered_small<OpOr, bool>();
   test_ordered_small<OpAnd, bool>();
+
+  test_ordered_block<OpSum, float, float, 512, 1, 0>(1e-3);
+  test_ordered_block<OpSum, float, float, 32, 8, 0>(1e-3);
+  test_ordered_block<OpSum, float, float, 32, 8, 1>(1e-3);
+  test_ordered_block<OpSum, int32_t, int32_t, 40, 5, 0>(0.0);
+  test_ordered_block<OpMax, float, float, 3, 11, 1>(0.0);
+  test_ordered_block<OpAnd, bool, bool, 256, 1, 0>(0.0);
+  test_ordered_block<OpOr, bool, bool, 8, 32, 1>(0.0);
+  test_ordered_block<OpSum, float, __half, 64, 4, 0>(0.13);
 
   finish_and_exit(g_fail == 0 ? 0 : 1);
 }

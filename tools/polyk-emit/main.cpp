@@ -31,6 +31,11 @@ int main(int argc, char **argv) {
                         "accumulation type of f16 / bf16 reductions: f32, or input (rounded at every step)")
              ->check(CLI::IsMember({"f32", "input"}))
              ->capture_default_str();
+         app.add_option("--unroll", opts.unroll,
+                        "unroll factor of per-thread loops: 1 = leave it to nvcc, 0 = 16 bytes of the narrowest element "
+                        "read (at least 4), N = #pragma unroll N")
+             ->check(CLI::Range(0, 64))
+             ->capture_default_str();
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },

@@ -28,6 +28,10 @@ struct EmitOptions {
   /// cross-block combine in f32, one rounding at the end) or input (rounded to the input type at
   /// every step, f16 / bf16 atomics across blocks: what a kernel in that type alone would do).
   std::string accumulate = "f32";
+  /// Unroll factor of the kernels' per-thread loops: 1 (default) leaves them to nvcc, which
+  /// measured best on the H100 (bench/results, variants u1 / u16 / auto); 0 picks 16 bytes' worth of
+  /// the narrowest element read (at least 4); N > 1 asks `#pragma unroll N`.
+  int unroll = 1;
   int repetitions = 100;           // timed runs of the CUDA harness
   std::string sourceName;          // name of the .cu written, for kernel/1
 };

@@ -37,7 +37,6 @@ struct BandShape {
   std::vector<long long> extent;   // per band member
   std::vector<bool> reduced;       // per band member
   int contiguous = -1;             // member whose unit step reads consecutive addresses
-  bool singleBlock = false;        // the reduction must not span blocks (bool: no byte atomics)
 };
 
 /// Analyses a kernel's band (tiled or not) for the reduction statement it holds.

@@ -605,6 +605,49 @@ __device__ __forceinline__ T load_cg(const T* p) {
 }
 }  // namespace detail
 
+// The block-wide form of the ordered return, called by every thread of a BX x BY block at the
+// same point (it holds barriers). Along the reduction's thread axis AXIS (0: x, 1: y), the threads
+// with the same index on the other axis form a line that reduced into one output element
+// `oidx`; the line's leader (index 0 on AXIS, live) publishes the block's value as partial
+// `slot` of that element (partials[oidx * nslots + slot]) and counts it in counters[oidx]. The
+// block that publishes an element's last partial combines all of them with the whole line:
+// thread k takes partials k, k + B, k + 2B, ... in that order, then the line reduces as the block
+// reduction does. The order is fixed, so every run gives the same bits, and the combine costs
+// nslots / B loads per thread instead of nslots in one thread. The last block writes out[oidx]
+// (converted once to TOut: f16 / bf16 outputs of f32 partials) and resets the counter for the
+// next launch; no initialisation of `out` is needed.
+template <class Op, class T, int BX, int BY, int AXIS, class TOut, class Idx>
+__device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int* counters, int nslots, int slot,
+                                                      bool leader, Idx oidx, T value, TOut* out) {
+  constexpr int LINES = AXIS == 0 ? BY : BX;
+  constexpr int B = AXIS == 0 ? BX : BY;
+  const int line = AXIS == 0 ? int(threadIdx.y) : int(threadIdx.x);
+  const int k = AXIS == 0 ? int(threadIdx.x) : int(threadIdx.y);
+  __shared__ long long last_of[LINES];  // the element this line combines, or -1
+  if (leader) {
+    partials[(long long)oidx * nslots + slot] = value;
+    __threadfence();  // publish the partial before counting it
+    const bool last = atomicAdd(&counters[oidx], 1u) == unsigned(nslots - 1);
+    last_of[line] = last ? (long long)oidx : -1;
+  } else if (k == 0) {
+    last_of[line] = -1;
+  }
+  __syncthreads();
+  const long long mine = last_of[line];
+  T acc = Op::template identity<T>();
+  if (mine >= 0) {
+    __threadfence();  // every partial was published before its count
+    const T* p = partials + mine * nslots;
+    for (int s = k; s < nslots; s += B) acc = Op::apply(acc, detail::load_cg(p + s));
+  }
+  if constexpr (AXIS == 0) acc = block_reduce_x<Op, T, BX, BY>(acc);
+  else acc = block_reduce_y<Op, T, BX, BY>(acc);
+  if (mine >= 0 && k == 0) {
+    out[mine] = static_cast<TOut>(acc);
+    counters[mine] = 0u;
+  }
+}
+
 // One thread per (block, output) calls this.  `partials` (global, nslots
 // elements) and `*counter` (global, must be 0 before the first launch) belong
 // to this output element.  The block that arrives last combines
@@ -612,23 +655,6 @@ __device__ __forceinline__ T load_cg(const T* p) {
 // run -- and writes *out (overwrite_out ? result : Op::apply(*out, result)),
 // then resets *counter to 0 for the next launch.  Returns nothing; *out is
 // only complete after the kernel has finished.
-// ordered_combine into an output of another type (the result is converted once): f16 / bf16
-// outputs whose partials are kept in f32. Always overwrites *out.
-template <class Op, class T, class TOut>
-__device__ void ordered_combine_to(T* partials, unsigned int* counter, int slot, int nslots,
-                                   T block_value, TOut* out) {
-  partials[slot] = block_value;
-  __threadfence();
-  const unsigned old = atomicAdd(counter, 1u);
-  if (old == unsigned(nslots - 1)) {
-    __threadfence();
-    T acc = detail::load_cg(&partials[0]);
-    for (int i = 1; i < nslots; ++i) acc = Op::apply(acc, detail::load_cg(&partials[i]));
-    *out = static_cast<TOut>(acc);
-    atomicExch(counter, 0u);
-  }
-}
-
 template <class Op, class T>
 __device__ void ordered_combine(T* partials, unsigned int* counter, int slot, int nslots,
                                 T block_value, T* out, bool overwrite_out) {
