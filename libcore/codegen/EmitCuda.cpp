@@ -8,6 +8,8 @@
 #include "polyk/Bind.h"
 #include "polyk/Emit.h"
 
+#include <map>
+
 namespace polyk::codegen {
 
 namespace {
@@ -124,8 +126,13 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     if (d == Dialect::C) {
       // Each thread alone: its partial joins the kernel's accumulator (compute type), stored at
       // the end of the kernel as the last block's combine would.
-      o += "  if (live_" + n + ") pacc_" + n + "[oidx_" + n + "] = " +
-           reduceApply(*st->op, out.type, "pacc_" + n + "[oidx_" + n + "]", "acc_" + n) + ";\n";
+      std::string slot = "pacc_" + n + "[oidx_" + n + "]";
+      o += "  if (live_" + n + ") {\n    " + slot + " = " + reduceApply(*st->op, out.type, slot, "acc_" + n) + ";\n";
+      // A direct return is complete when its block is: store it now, as the block's leader
+      // does, for the later parts of a fused kernel.
+      if (returnMode(s, kc, *st, opt) == Return::Direct)
+        o += "    " + out.name + "[oidx_" + n + "] = " + storeValue(Dialect::C, out.type, slot) + ";\n";
+      o += "  }\n";
       continue;
     }
     std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
@@ -210,6 +217,22 @@ std::set<std::string> promotedTensors(const Scop &s) {
   return promoted;
 }
 
+/// The kernels that run as one (kernelGroups): a kernel is complete within its blocks when each
+/// of its reductions is stored directly by one block.
+std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &mapped, const EmitOptions &opt) {
+  return kernelGroups(
+      s, mapped, [&](const KernelConfig &kc) { return !initNotNeeded(s, kc, opt); },
+      [&](const KernelConfig &kc) {
+        if (singleThread(kc)) return false;
+        for (const auto &n : kc.statements) {
+          const ScopStatement *st = s.statement(n);
+          if (st->kind == StmtKind::Init) return false;
+          if (st->kind == StmtKind::Reduce && returnMode(s, kc, *st, opt) != Return::Direct) return false;
+        }
+        return true;
+      });
+}
+
 } // namespace
 
 std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
@@ -221,27 +244,37 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
-  for (const auto &kc : s.kernels) {
-    if (initNotNeeded(s, kc, opt)) continue; // as the launcher does
-    o += "  /* " + kc.name + " */\n" + kernelMacros(s, kc, Dialect::C, promoted, opt);
+  // As the launcher does: fused kernels run part after part within each block.
+  for (const auto &group : groupsOf(s, mapped, opt)) {
     std::vector<const ScopStatement *> reductions;
-    for (const auto &name : kc.statements)
-      if (s.statement(name)->kind == StmtKind::Reduce && !singleThread(kc)) reductions.push_back(s.statement(name));
-    for (const ScopStatement *st : reductions) {
-      const TensorDecl &out = *s.tensor(outputOf(s, *st));
-      std::string T = computeCType(out.type);
-      o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + elementsExpr(out) + ");\n";
-      // A direct store and the ordered return overwrite the output; atomics combine into its
-      // current (initialised) value.
-      std::string start = returnMode(s, kc, *st, opt) != Return::Atomic ? reduceIdentity(*st->op, out.type)
-                                                                        : loadElement(Dialect::C, out.type, out.name + "[e]");
-      o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) pacc_" + st->name + "[e] = " + start + ";\n";
+    const KernelConfig &first = s.kernels[group[0]];
+    for (size_t k : group) {
+      const KernelConfig &kc = s.kernels[k];
+      o += "  /* " + kc.name + " */\n";
+      for (const auto &name : kc.statements) {
+        const ScopStatement *st = s.statement(name);
+        if (st->kind != StmtKind::Reduce || singleThread(kc)) continue;
+        reductions.push_back(st);
+        const TensorDecl &out = *s.tensor(outputOf(s, *st));
+        std::string T = computeCType(out.type);
+        o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + elementsExpr(out) + ");\n";
+        // A direct store and the ordered return overwrite the output; atomics combine into its
+        // current (initialised) value.
+        std::string start = returnMode(s, kc, *st, opt) != Return::Atomic ? reduceIdentity(*st->op, out.type)
+                                                                          : loadElement(Dialect::C, out.type, out.name + "[e]");
+        o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) pacc_" + st->name + "[e] = " + start + ";\n";
+      }
     }
-    o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] +
-         "; ++b_x)\n";
-    o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
-         std::to_string(kc.block[0]) + "; ++t_x) {\n";
-    o += kernelCode(s, mapped, kc, Dialect::C, opt) + "  }\n" + undefMacros(s);
+    o += "  for (polyk_idx b_y = 0; b_y < " + first.grid[1] + "; ++b_y)\n  for (polyk_idx b_x = 0; b_x < " + first.grid[0] +
+         "; ++b_x) {\n";
+    for (size_t k : group) {
+      const KernelConfig &kc = s.kernels[k];
+      o += kernelMacros(s, kc, Dialect::C, promoted, opt);
+      o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
+           std::to_string(kc.block[0]) + "; ++t_x) {\n";
+      o += kernelCode(s, mapped, kc, Dialect::C, opt) + "  }\n" + undefMacros(s);
+    }
+    o += "  }\n";
     for (const ScopStatement *st : reductions) {
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
       o += "  for (polyk_idx e = 0; e < " + elementsExpr(out) + "; ++e) " + out.name + "[e] = " +
@@ -263,15 +296,27 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
 
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    const KernelConfig &kc = s.kernels[k];
-    o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
-    o += kernelMacros(s, kc, Dialect::Cuda, promoted, opt);
-    o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
-         kernelParams(s) + orderedParams(s, kc, opt) + ") {\n";
+  std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt);
+  std::map<size_t, std::string> runsInside; // kernel -> the fused kernel that runs it
+  for (const auto &group : groups) {
+    const KernelConfig &first = s.kernels[group[0]];
+    o += "/* The statements over their domain iterators, as " + first.name + " runs them. */\n";
+    o += kernelMacros(s, first, Dialect::Cuda, promoted, opt);
+    o += "__global__ void __launch_bounds__(" + std::to_string(first.block[0] * first.block[1] * first.block[2]) + ") " +
+         first.name + "(" + kernelParams(s) + orderedParams(s, first, opt) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
-    o += kernelCode(s, mapped, kc, Dialect::Cuda, opt);
+    if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt);
+    for (size_t j = 0; group.size() > 1 && j < group.size(); ++j) {
+      const KernelConfig &kc = s.kernels[group[j]];
+      if (j > 0) {
+        // Each block reads only what it wrote itself (KernelFusion.cpp): a barrier suffices.
+        o += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
+        o += undefMacros(s) + kernelMacros(s, kc, Dialect::Cuda, promoted, opt);
+        runsInside[group[j]] = first.name;
+      }
+      o += "  {\n" + kernelCode(s, mapped, kc, Dialect::Cuda, opt) + "  }\n";
+    }
     o += "}\n" + undefMacros(s) + "\n";
   }
 
@@ -294,6 +339,10 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     if (initNotNeeded(s, kc, opt)) {
       o += "  /* " + kc.name + " initialises outputs that one block per element stores directly: not launched */\n";
+      continue;
+    }
+    if (auto in = runsInside.find(&kc - s.kernels.data()); in != runsInside.end()) {
+      o += "  /* " + kc.name + " runs inside " + in->second + " */\n";
       continue;
     }
     std::string extra;

@@ -28,4 +28,12 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt);
 std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOptions &opt);
 std::string emitCudaHarness(const Scop &s, const EmitOptions &opt);
 
+/// The launched kernels (in order) grouped into the kernels that run as one: consecutive, with
+/// the same grid and block, each `blockComplete` (its reductions finish inside the block), and
+/// every block of a group reading and writing only what its own block of the earlier parts wrote
+/// or read (KernelFusion.cpp). One group is one __global__ with a barrier between its parts.
+std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule &mapped,
+                                              const std::function<bool(const KernelConfig &)> &launched,
+                                              const std::function<bool(const KernelConfig &)> &blockComplete);
+
 } // namespace polyk::codegen

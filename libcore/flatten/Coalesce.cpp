@@ -3,7 +3,9 @@
 
 #include "polyk/Isl.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -92,6 +94,32 @@ struct Builder {
       plans[producer] = plan;
       propagate(producer);
     }
+  }
+
+  /// An elementwise statement that reads an x-reduce's result as a broadcast over its rows
+  /// (softmax's y(i, j) = e(i, j) / s(i)) keeps the rows apart: its leading indices, those of the
+  /// result, coalesce like the reduction's parallel dims and its trailing ones into a second,
+  /// parallel dim. Its loops then have the reduction's shape and its kernel can share the
+  /// reduction's blocks (a block owns whole rows: polyk-emit fuses such kernels).
+  std::optional<Plan> rowConsumerPlan(int k) const {
+    const ProgramStatement &cs = p.statements[k];
+    if (cs.stmt.assignOp != "=") return std::nullopt;
+    std::vector<const Access *> reads;
+    collectAccesses(cs.stmt.rhs, reads);
+    const std::vector<std::string> &lhs = cs.stmt.lhs.indices;
+    for (const Access *a : reads) {
+      auto w = writerOf.find(a->tensor);
+      if (w == writerOf.end() || w->second >= k || !plans[w->second]) continue;
+      const Plan &red = *plans[w->second];
+      if (red.form != Form::XReduce || red.interchanged || p.statements[w->second].stmt.assignOp == "=") continue;
+      size_t n = a->indices.size();
+      if (n == 0 || n >= lhs.size() || !std::equal(a->indices.begin(), a->indices.end(), lhs.begin())) continue;
+      Plan plan;
+      plan.groups = {std::vector<std::string>(lhs.begin(), lhs.begin() + n), std::vector<std::string>(lhs.begin() + n, lhs.end())};
+      plan.dimKinds = {"parallel", "parallel"};
+      return plan;
+    }
+    return std::nullopt;
   }
 
   /// `[B, N] -> ` when the program has symbolic extents.
@@ -183,6 +211,10 @@ struct Builder {
       if (p.statements[k].stmt.assignOp != "=") propagate(k);
     for (size_t k = 0; k < p.statements.size(); ++k) {
       if (plans[k]) continue;
+      if (auto rows = rowConsumerPlan((int)k)) {
+        plans[k] = *rows;
+        continue;
+      }
       Plan plan; // an elementwise statement alone: all its dims into one parallel loop
       std::vector<std::string> all;
       for (const auto &ix : p.statements[k].stmt.lhs.indices) all.push_back(ix);
@@ -415,6 +447,7 @@ private:
 
 Scop flatten(const Program &program) {
   Program relaid = program;
+  inlineProducers(relaid);
   std::vector<Relayout> relayouts = Relayouter(relaid).run();
   Builder builder(relaid);
   for (const auto &r : relayouts)

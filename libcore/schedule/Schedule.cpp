@@ -191,8 +191,10 @@ KernelSizes defaultSizes(const BandShape &b) {
     s.tile[0] = threads * perThread;
     return s;
   }
-  // Two members (x-reduce after scheduling): one parallel, one reduced.
-  int red = b.reduced[1] ? 1 : 0, par = 1 - red;
+  // Two members (x-reduce after scheduling): one parallel, one reduced. Rows of elementwise
+  // statements (both parallel: a consumer of an x-reduce's result) take the sizes of an x-reduce
+  // over the contiguous dim, so they get the reduction's blocks and can share its kernel.
+  int red = b.reduced[1] ? 1 : b.reduced[0] ? 0 : std::max(b.contiguous, 0), par = 1 - red;
   long long P = b.extent[par], R = b.extent[red];
   if (b.contiguous == red || b.contiguous < 0) {
     // Rows reduced along their contiguous dim: threads along the row; a short row stays in one

@@ -12,4 +12,11 @@ namespace polyk {
 
 Scop flatten(const Program &program);
 
+/// Inlines an elementwise temporary `t(i, j) = expr` into a reader in a later kernel (one that
+/// also reads a reduction's result, as softmax's division does) or, when it is computed from a
+/// reduction's result, into a reader that broadcasts it over more dims (layer norm's mean). The
+/// reader's text becomes the inlined statement (the reference runs it); temporaries left without
+/// readers are removed with the statements that wrote them. Part of flatten.
+void inlineProducers(Program &program);
+
 } // namespace polyk
