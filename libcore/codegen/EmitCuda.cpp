@@ -18,14 +18,30 @@ std::string outputOf(const Scop &s, const ScopStatement &st) {
   return isl::map(islCtx(), st.write).range_tuple_id().name();
 }
 
-std::string kernelParams(const Scop &s) {
+/// `shared`: tensors that threads of a fused kernel write and then read after a barrier. Those
+/// lose `__restrict__`, which would let nvcc move their loads above the barrier (seen: softmax's
+/// max read before __syncthreads).
+std::string kernelParams(const Scop &s, const std::set<std::string> &shared = {}) {
   std::string p;
   for (const auto &[name, value] : s.params) p += std::string(p.empty() ? "" : ", ") + "const polyk_idx " + name;
   for (const auto &t : s.tensors) {
     p += std::string(p.empty() ? "" : ", ") + (t.role == Role::Input ? "const " : "") + cudaStorageType(t.type) +
-         " *__restrict__ " + t.name;
+         (shared.count(t.name) ? " *" : " *__restrict__ ") + t.name;
   }
   return p;
+}
+
+/// The tensors some part of a fused group writes and a later part reads.
+std::set<std::string> sharedAcrossParts(const Scop &s, const std::vector<size_t> &group) {
+  std::set<std::string> written, shared;
+  auto tensorOf = [](const std::string &access) { return isl::map(islCtx(), access).range_tuple_id().name(); };
+  for (size_t k : group) {
+    for (const auto &name : s.kernels[k].statements)
+      for (const auto &r : s.statement(name)->reads)
+        if (written.count(tensorOf(r))) shared.insert(tensorOf(r));
+    for (const auto &name : s.kernels[k].statements) written.insert(tensorOf(s.statement(name)->write));
+  }
+  return shared;
 }
 
 std::string kernelArgs(const Scop &s) {
@@ -303,7 +319,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     o += "/* The statements over their domain iterators, as " + first.name + " runs them. */\n";
     o += kernelMacros(s, first, Dialect::Cuda, promoted, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(first.block[0] * first.block[1] * first.block[2]) + ") " +
-         first.name + "(" + kernelParams(s) + orderedParams(s, first, opt) + ") {\n";
+         first.name + "(" + kernelParams(s, sharedAcrossParts(s, group)) + orderedParams(s, first, opt) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
     if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt);

@@ -156,15 +156,17 @@ std::string reduceIdentity(ReduceOp op, DType t) {
 
 std::string reduceApply(ReduceOp op, DType t, const std::string &a, const std::string &v) {
   t = computeType(t);
+  // Logical operators without short circuit: `acc && x[i]` would make each load wait for the
+  // previous element's value (no loads in flight: bool reductions ran at a third of the
+  // bandwidth); `(acc != 0) & (x[i] != 0)` loads every element unconditionally.
+  auto logical = [&](const char *bitOp) { return "((" + a + " != 0) " + bitOp + " (" + v + " != 0))"; };
   switch (op) {
-  case ReduceOp::Sum:
-    return t == DType::Bool ? "(" + a + " || " + v + ")" : "(" + a + " + " + v + ")";
-  case ReduceOp::Prod:
-    return t == DType::Bool ? "(" + a + " && " + v + ")" : "(" + a + " * " + v + ")";
+  case ReduceOp::Sum: return t == DType::Bool ? logical("|") : "(" + a + " + " + v + ")";
+  case ReduceOp::Prod: return t == DType::Bool ? logical("&") : "(" + a + " * " + v + ")";
   case ReduceOp::Max: return "(" + v + " > " + a + " ? " + v + " : " + a + ")";
   case ReduceOp::Min: return "(" + v + " < " + a + " ? " + v + " : " + a + ")";
-  case ReduceOp::And: return "(" + a + " && " + v + ")";
-  case ReduceOp::Or: return "(" + a + " || " + v + ")";
+  case ReduceOp::And: return logical("&");
+  case ReduceOp::Or: return logical("|");
   }
   throw std::logic_error("reduceApply");
 }
