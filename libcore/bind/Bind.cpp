@@ -169,12 +169,21 @@ Scop bind(const Scop &in, const BindOptions &options) {
     for (const auto &t : in.tensors)
       if (promotable(in, t, kc.statements, kernelSchedule)) kc.promoted.push_back(t.name);
 
-    // Point loops: strip-mined by the block sizes into per-thread loops and thread loops.
+    // Point loops: strip-mined by the block sizes into per-thread loops and thread loops. Along
+    // the contiguous member each thread takes `vector` consecutive elements at a time (an
+    // innermost loop of that many), where whole vectors tile the tile; nvcc then reads them with
+    // one wide access (polyk-emit tells it the tensors are aligned).
+    int c = shape.contiguous, vector = std::max(1, (int)sz.vector);
+    if (c < 0 || sz.tile[c] % (sz.block[c] * vector) != 0) vector = 1;
     isl::schedule_node point = tileBand.child(0);
-    isl::multi_val bs = isl::multi_val::zero(bandSpace(point));
-    for (unsigned m = 0; m < n; ++m) bs = bs.set_at(m, isl::val(ctx, sz.block[m]));
-    point = point.as<isl::schedule_node_band>().tile(bs);
-    point = point.child(0).insert_mark(isl::id(ctx, "threads_" + joinAxes(threadAxis)));
+    isl::multi_val bs = isl::multi_val::zero(bandSpace(point)), vs = bs;
+    for (unsigned m = 0; m < n; ++m) {
+      bs = bs.set_at(m, isl::val(ctx, sz.block[m] * ((int)m == c ? vector : 1)));
+      vs = vs.set_at(m, isl::val(ctx, (int)m == c ? vector : 1));
+    }
+    point = point.as<isl::schedule_node_band>().tile(bs).child(0);
+    if (vector > 1) point = point.as<isl::schedule_node_band>().tile(vs);
+    point = point.insert_mark(isl::id(ctx, "threads_" + joinAxes(threadAxis)));
     node = point.parent().parent(); // the tile band
     node = node.insert_mark(isl::id(ctx, "blocks_" + joinAxes(blockAxis)));
     sched = node.schedule();

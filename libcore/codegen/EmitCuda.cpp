@@ -7,6 +7,7 @@
 
 #include "polyk/Bind.h"
 #include "polyk/Emit.h"
+#include "polyk/Schedule.h"
 
 #include <map>
 
@@ -29,6 +30,19 @@ std::string kernelParams(const Scop &s, const std::set<std::string> &shared = {}
          (shared.count(t.name) ? " *" : " *__restrict__ ") + t.name;
   }
   return p;
+}
+
+/// In the aligned instance of a kernel: every tensor starts on a 16-byte boundary (the launcher
+/// checked the user's pointers; cudaMallocAsync aligns temporaries to 256 bytes), which lets nvcc
+/// merge a thread's consecutive accesses into one.
+std::string alignmentAssumptions(const Scop &s, const std::set<std::string> &promoted) {
+  std::string o = "  if constexpr (POLYK_ALIGNED) {\n";
+  for (const auto &t : s.tensors) {
+    if (promoted.count(t.name)) continue;
+    o += "    " + t.name + " = (" + (t.role == Role::Input ? "const " : "") + cudaStorageType(t.type) +
+         " *)__builtin_assume_aligned(" + t.name + ", 16);\n";
+  }
+  return o + "  }\n";
 }
 
 /// The tensors some part of a fused group writes and a later part reads.
@@ -313,15 +327,21 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
 
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt);
+  // Threads taking vectors of consecutive elements (polyk-bind) read them with one wide access
+  // where the tensors are 16-byte aligned: each kernel comes in two instances, the launcher picks.
+  bool vectors = false;
+  for (const auto &[k, sz] : parseSizes(s.sizes)) vectors |= sz.vector > 1;
   std::map<size_t, std::string> runsInside; // kernel -> the fused kernel that runs it
   for (const auto &group : groups) {
     const KernelConfig &first = s.kernels[group[0]];
     o += "/* The statements over their domain iterators, as " + first.name + " runs them. */\n";
     o += kernelMacros(s, first, Dialect::Cuda, promoted, opt);
-    o += "__global__ void __launch_bounds__(" + std::to_string(first.block[0] * first.block[1] * first.block[2]) + ") " +
-         first.name + "(" + kernelParams(s, sharedAcrossParts(s, group)) + orderedParams(s, first, opt) + ") {\n";
+    o += std::string(vectors ? "template <bool POLYK_ALIGNED>\n" : "") + "__global__ void __launch_bounds__(" +
+         std::to_string(first.block[0] * first.block[1] * first.block[2]) + ") " + first.name + "(" +
+         kernelParams(s, sharedAcrossParts(s, group)) + orderedParams(s, first, opt) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
+    if (vectors) o += alignmentAssumptions(s, promoted);
     if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt);
     for (size_t j = 0; group.size() > 1 && j < group.size(); ++j) {
       const KernelConfig &kc = s.kernels[group[j]];
@@ -341,6 +361,12 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
   o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n";
   o += "  cudaError_t err = cudaSuccess;\n";
+  if (vectors) {
+    o += "  const bool aligned = true";
+    for (const auto &t : s.tensors)
+      if (t.role != Role::Temporary) o += " && (uintptr_t)" + t.name + " % 16 == 0";
+    o += ";\n";
+  }
   for (const auto &t : s.tensors) {
     if (t.role != Role::Temporary) continue;
     std::string ty = cudaStorageType(t.type);
@@ -379,9 +405,13 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
       o += "    if ((err = cudaMemset(counter_" + name + ", 0, sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n  }\n";
       extra += ", partials_" + name + ", counter_" + name;
     }
-    o += "  " + kc.name + "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + kc.grid[2] + "), dim3(" +
-         std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) +
-         "), 0, stream>>>(" + kernelArgs(s) + extra + ");\n";
+    std::string launch = "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + kc.grid[2] + "), dim3(" +
+                         std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " +
+                         std::to_string(kc.block[2]) + "), 0, stream>>>(" + kernelArgs(s) + extra + ");\n";
+    if (vectors)
+      o += "  if (aligned) " + kc.name + "<true>" + launch + "  else " + kc.name + "<false>" + launch;
+    else
+      o += "  " + kc.name + launch;
     o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
   }
   for (const auto &t : s.tensors)

@@ -7,6 +7,7 @@
 #include <isl/schedule.h>
 #include <isl/schedule_node.h>
 #include <isl/union_map.h>
+#include <algorithm>
 #include <spdlog/spdlog.h>
 #include <sstream>
 
@@ -85,7 +86,43 @@ std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::
   return out;
 }
 
+namespace {
+
+/// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
+/// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
+int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &shape) {
+  int c = shape.contiguous;
+  if (c < 0 || !scop.params.empty()) return 1;
+  bool reduction = std::count(shape.reduced.begin(), shape.reduced.end(), true) > 0;
+  if (reduction && !shape.reduced[c]) return 1; // a y-reduce: one output per thread
+  if (!reduction && shape.extent.size() < 2) return 1;
+  int narrowest = 16;
+  for (const auto &st : scop.statements) {
+    if (dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) continue;
+    std::vector<std::string> accesses = st.reads;
+    accesses.push_back(st.write);
+    for (const auto &a : accesses)
+      if (const TensorDecl *t = scop.tensor(isl::map(islCtx(), a).range_tuple_id().name()))
+        narrowest = std::min(narrowest, dtypeBytes(t->type));
+  }
+  int v = 16 / narrowest;
+  while (v > 1 && shape.extent[c] % v != 0) v /= 2;
+  return v;
+}
+
+BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band);
+
+} // namespace
+
 BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
+  BandShape shape = analyseBandShape(scop, band);
+  shape.vector = vectorWidth(scop, nodeDomain(band), shape);
+  return shape;
+}
+
+namespace {
+
+BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape;
   isl::union_set dom = nodeDomain(band);
   isl::union_map sched = isl::union_map::from(band.get_partial_schedule());
@@ -113,6 +150,8 @@ BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
   shape.contiguous = (int)band.n_member() - 1;
   return shape;
 }
+
+} // namespace
 
 namespace {
 
@@ -187,6 +226,7 @@ KernelSizes defaultSizes(const BandShape &b) {
     threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
     long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * smBlocks));
     if (!b.reduced[0]) perThread = std::min<long long>(perThread, 4);
+    else perThread = roundUp(perThread, b.vector); // whole vectors
     s.block[0] = threads;
     s.tile[0] = threads * perThread;
     return s;
@@ -199,13 +239,15 @@ KernelSizes defaultSizes(const BandShape &b) {
   if (b.contiguous == red || b.contiguous < 0) {
     // Rows reduced along their contiguous dim: threads along the row; a short row stays in one
     // block (its result is stored directly: no atomic, no initialisation).
-    long long bx = R >= 2048 ? 512 : std::min<long long>(32, pow2Ceil(R));
+    // Threads along the row take b.vector consecutive elements at a time.
+    long long V = red == b.contiguous ? b.vector : 1;
+    long long bx = R >= 2048 ? 512 : std::min<long long>(32, pow2Ceil(ceilDiv(R, V)));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
     long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * smBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
     s.block[red] = bx;
     s.block[par] = by;
-    s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx);
+    s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx * V);
     s.tile[par] = by;
   } else {
     // Columns (a y-reduce): threads along the contiguous parallel dim, the reduced dim split
@@ -236,8 +278,9 @@ std::map<int, KernelSizes> parseSizes(const std::string &text) {
   for (int i = 0; i < (int)maps.size(); ++i) {
     isl::map m = maps.at(i);
     std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
-    if (dom != "kernel" || (ran != "tile" && ran != "block") || m.domain_tuple_dim() != 1)
-      throw UsageError("--sizes: expected entries 'kernel[k] -> tile[...]' or 'kernel[k] -> block[...]'");
+    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "vector") || m.domain_tuple_dim() != 1 ||
+        (ran == "vector" && m.range_tuple_dim() != 1))
+      throw UsageError("--sizes: expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]' or 'kernel[k] -> vector[V]'");
     isl::set w = m.wrap();
     if (isl_set_is_bounded(w.get()) != isl_bool_true) throw UsageError("--sizes: each entry must give fixed numbers");
     // One map per space: several kernels' entries of one kind share it, a point each.
@@ -245,15 +288,23 @@ std::map<int, KernelSizes> parseSizes(const std::string &text) {
       int k = (int)pointCoordinate(pt, 0);
       std::vector<long long> v;
       for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
+      if (!out.count(k)) out[k].vector = 0; // not given
+      if (ran == "vector") {
+        if (out[k].vector != 0) throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has two vector entries");
+        if (v[0] < 1) throw UsageError("--sizes: sizes must be positive");
+        out[k].vector = v[0];
+        return;
+      }
       auto &slot = ran == "tile" ? out[k].tile : out[k].block;
       if (!slot.empty()) throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has two " + ran + " entries");
       slot = v;
     });
   }
-  for (const auto &[k, s] : out)
+  for (const auto &[k, s] : out) {
     for (const auto &v : {s.tile, s.block})
       for (long long x : v)
         if (x < 1) throw UsageError("--sizes: sizes must be positive");
+  }
   return out;
 }
 
@@ -270,6 +321,7 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
     if (s.tile.empty()) continue;
     os << (first ? "" : "; ") << "kernel[" << k << "] -> tile[" << list(s.tile) << "]; kernel[" << k << "] -> block["
        << list(s.block) << "]";
+    if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
     first = false;
   }
   os << " }";
@@ -410,9 +462,13 @@ Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, Ke
     isl::schedule_node_band band = node.as<isl::schedule_node_band>();
     BandShape shape = analyseBand(scop, band);
     KernelSizes sz = defaultSizes(shape);
+    sz.vector = shape.vector;
     if (auto it = requested.find(k); it != requested.end()) {
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;
+      // Given tiles may not hold whole vectors: without a vector entry they get none.
+      if (it->second.vector > 0) sz.vector = it->second.vector;
+      else if (!it->second.tile.empty()) sz.vector = 1;
     }
     if (sz.tile.size() != band.n_member() || sz.block.size() != band.n_member())
       throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(band.n_member()) +

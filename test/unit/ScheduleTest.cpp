@@ -19,6 +19,9 @@ TEST(Sizes, RejectsWhatIsNotASizesMap) {
   EXPECT_THROW(parseSizes("{ kernel[0] -> tiles[32] }"), UsageError);
   EXPECT_THROW(parseSizes("{ kernel[0] -> tile[i] : i > 0 }"), UsageError);
   EXPECT_THROW(parseSizes("{ kernel[0] -> tile[0] }"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> vector[0] }"), UsageError);
+  EXPECT_EQ(parseSizes("{ kernel[1] -> vector[4] }").at(1).vector, 4);
+  EXPECT_EQ(parseSizes("{ kernel[1] -> tile[64]; kernel[1] -> block[64] }").at(1).vector, 0); // not given
 }
 
 TEST(Sizes, DefaultsKeepBindsInvariants) {
@@ -38,6 +41,20 @@ TEST(Sizes, DefaultsKeepBindsInvariants) {
         EXPECT_EQ(s.tile[1] % s.block[1], 0);
         EXPECT_LE(s.block[0] * s.block[1], 1024);
       }
+  // Threads taking vectors: the tile of the contiguous reduced dim holds whole vectors per thread.
+  for (long long R : {768LL, 1024LL, 21128LL, 131072LL})
+    for (int vector : {1, 4, 8, 16}) {
+      BandShape b;
+      b.form = Form::XReduce;
+      b.extent = {1024, R};
+      b.reduced = {false, true};
+      b.contiguous = 1;
+      b.vector = vector;
+      KernelSizes s = defaultSizes(b);
+      SCOPED_TRACE(std::to_string(R) + " vector " + std::to_string(vector));
+      EXPECT_EQ(s.tile[1] % (s.block[1] * vector), 0);
+      EXPECT_EQ(s.tile[0], s.block[0]);
+    }
   for (long long N : {1LL, 3072LL, 16226304LL}) {
     BandShape b;
     b.form = Form::AllReduce;

@@ -18,6 +18,9 @@ namespace polyk {
 struct KernelSizes {
   std::vector<long long> tile;
   std::vector<long long> block;
+  /// Consecutive elements a thread takes at a time along the contiguous member (`kernel[k] ->
+  /// vector[V]`): BandShape::vector by default; 0 in parsed `--sizes` that do not give it.
+  long long vector = 1;
 };
 
 struct ScheduleOptions {
@@ -37,6 +40,10 @@ struct BandShape {
   std::vector<long long> extent;   // per band member
   std::vector<bool> reduced;       // per band member
   int contiguous = -1;             // member whose unit step reads consecutive addresses
+  /// Elements each thread takes at a time along the contiguous member (16 bytes of the narrowest
+  /// tensor the band's statements access, fewer where the extent asks): 1 for a y-reduce, whose
+  /// threads own one output each, and for symbolic extents.
+  int vector = 1;
 };
 
 /// Analyses a kernel's band (tiled or not) for the reduction statement it holds.
