@@ -241,7 +241,9 @@ KernelSizes defaultSizes(const BandShape &b) {
     // block (its result is stored directly: no atomic, no initialisation).
     // Threads along the row take b.vector consecutive elements at a time.
     long long V = red == b.contiguous ? b.vector : 1;
-    long long bx = R >= 2048 ? 512 : std::min<long long>(32, pow2Ceil(ceilDiv(R, V)));
+    // Long rows: 512 threads a row, or 256 where the rows outnumber the 4 blocks of 512 an SM
+    // holds, so one wave of 8 per SM covers them (768 rows of 21128: 1.45 waves of 512).
+    long long bx = R < 2048 ? std::min<long long>(32, pow2Ceil(ceilDiv(R, V))) : P > 4 * smBlocks ? 256 : 512;
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
     long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * smBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
