@@ -56,18 +56,28 @@ TEST(Flatten, YReduceKeepsReducedOuter) {
 TEST(Flatten, InterleavedDimsAreReLaidOut) {
   // Panamera Fig. 4: h, x, y reduced around the parallel w. The input is transposed into w-major
   // order by a statement of its own, which the reduction then reads contiguously.
-  Scop s = flattenText("  e: {type: f32, shape: [40, 20, 10, 5], role: input}\n  r: {type: f32, shape: [20], role: output}\n",
+  Scop s = flattenText("  e: {type: f32, shape: [400, 20, 100, 10], role: input}\n  r: {type: f32, shape: [20], role: output}\n",
                        "  - r(w) +=! e(h, w, x, y)\n");
   ASSERT_EQ(s.relayouts.size(), 1u);
   EXPECT_EQ(s.relayouts[0].tensor, "e");
   EXPECT_EQ(s.relayouts[0].order, (std::vector<int>{1, 0, 2, 3}));
   const std::string t = s.relayouts[0].as;
   EXPECT_EQ(stmt(s, "S0").form, Form::Elementwise);
-  EXPECT_TRUE(sameMap(stmt(s, "S0").write, "{ S0[i] -> " + t + "[floor(i/2000), floor(i/50) mod 40, floor(i/5) mod 10, i mod 5] }"));
+  EXPECT_TRUE(sameMap(stmt(s, "S0").write, "{ S0[i] -> " + t + "[floor(i/400000), floor(i/1000) mod 400, floor(i/10) mod 100, i mod 10] }"));
   const auto &r = stmt(s, "S1");
   EXPECT_EQ(r.form, Form::XReduce);
-  EXPECT_TRUE(sameSet(r.domain, "{ S1[i, j] : 0 <= i <= 19 and 0 <= j <= 1999 }"));
-  EXPECT_TRUE(sameMap(r.reads[0], "{ S1[i, j] -> " + t + "[i, floor(j/50), floor(j/5) mod 10, j mod 5] }"));
+  EXPECT_TRUE(sameSet(r.domain, "{ S1[i, j] : 0 <= i <= 19 and 0 <= j <= 399999 }"));
+  EXPECT_TRUE(sameMap(r.reads[0], "{ S1[i, j] -> " + t + "[i, floor(j/1000), floor(j/10) mod 100, j mod 10] }"));
+}
+
+TEST(Flatten, SmallInterleavedReductionsReadInPlace) {
+  // Below 2^22 elements the strided reads cost less than a transposition kernel.
+  Scop s = flattenText("  e: {type: f32, shape: [40, 20, 10, 5], role: input}\n  r: {type: f32, shape: [20], role: output}\n",
+                       "  - r(w) +=! e(h, w, x, y)\n");
+  EXPECT_TRUE(s.relayouts.empty());
+  const auto &r = stmt(s, "S0");
+  EXPECT_EQ(r.form, Form::XReduce);
+  EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i, j] -> e[floor(j/50), i, floor(j/5) mod 10, j mod 5] }"));
 }
 
 TEST(Flatten, ProducersTakeTheReductionsCoalescing) {
