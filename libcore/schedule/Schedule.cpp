@@ -225,8 +225,16 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long threads = b.reduced[0] ? 512 : 256;
     threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
     long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * smBlocks));
-    if (!b.reduced[0]) perThread = std::min<long long>(perThread, 4);
-    else perThread = roundUp(perThread, b.vector); // whole vectors
+    if (!b.reduced[0]) {
+      perThread = std::min<long long>(perThread, 4);
+    } else if (e <= threads * 16 * b.vector) {
+      perThread = roundUp(ceilDiv(e, threads), b.vector); // one block: a direct store
+    } else {
+      // At least 4 vectors a thread while that leaves a block per SM: a block reduction and a
+      // partial per 2 KB read cost more than the reads at mid sizes (1M elements: 128 blocks).
+      perThread = std::max(perThread, std::min<long long>(4 * b.vector, ceilDiv(e, threads * smBlocks)));
+      perThread = roundUp(perThread, b.vector); // whole vectors
+    }
     s.block[0] = threads;
     s.tile[0] = threads * perThread;
     return s;
@@ -246,6 +254,12 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long bx = R < 2048 ? std::min<long long>(32, pow2Ceil(ceilDiv(R, V))) : P > 4 * smBlocks ? 256 : 512;
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
+    if (R < 2048 && P < smBlocks) {
+      // Few short rows ([40, 20, 10, 5] over dims 0, 2, 3: 20 rows of 2000) would leave most SMs
+      // idle: a block of up to 512 threads per row instead.
+      bx = std::min<long long>(512, pow2Ceil(ceilDiv(R, V)));
+      by = std::min(pow2Ceil(P), std::max<long long>(1, 256 / bx));
+    }
     long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * smBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
     s.block[red] = bx;
     s.block[par] = by;
