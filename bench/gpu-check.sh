@@ -15,7 +15,7 @@ if [ "$mode" = prepare ]; then
     POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$name.cu" --harness || exit 1
     POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$name.det.cu" --harness --determinism=run_to_run || exit 1
   done
-  cp -r libcore/runtime "$dir/runtime"
+  rm -rf "$dir/runtime" && cp -r libcore/runtime "$dir/runtime"
   ls "$dir"
   exit 0
 fi

@@ -21,7 +21,7 @@ if [ "$mode" = prepare ]; then
         --determinism=run_to_run || exit 1 ;;
     esac
   done
-  rm -rf "$dir/src" && cp -r libcore/runtime "$dir/runtime"
+  rm -rf "$dir/src" "$dir/runtime" && cp -r libcore/runtime "$dir/runtime"
   ls "$dir"/*.cu | wc -l
   exit 0
 fi

@@ -48,9 +48,13 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
     }
     std::string cond = exprText(isl::manage(isl_ast_node_for_get_cond(node)).get());
     std::string inc = exprText(isl::manage(isl_ast_node_for_get_inc(node)).get());
+    std::pair<std::string, std::string> wrap = around ? around(nodeObj, indent + 1) : std::pair<std::string, std::string>{};
+    bool wrapped = !wrap.first.empty() || !wrap.second.empty();
+    if (wrapped) out += pad(indent) + "{\n" + wrap.first, ++indent;
     if (!loopPrefix.empty()) out += pad(indent) + loopPrefix + "\n";
     out += pad(indent) + "for (polyk_idx " + it + " = " + init + "; " + cond + "; " + it + " += " + inc + ") {\n";
     out += print(body, indent + 1) + pad(indent) + "}\n";
+    if (wrapped) out += wrap.second + pad(--indent) + "}\n";
     return out;
   }
   case isl_ast_node_if: {

@@ -46,6 +46,9 @@ struct AstPrinter {
   std::function<std::string(const std::string &mark, const std::string &body, int indent)> mark;
   /// Printed on its own line before each (non-degenerate) loop, e.g. an unroll pragma.
   std::string loopPrefix;
+  /// Text printed before and after a (non-degenerate) loop, inside a block of its own (none when
+  /// both are empty).
+  std::function<std::pair<std::string, std::string>(const isl::ast_node &loop, int indent)> around;
   std::string print(const isl::ast_node &node, int indent) const;
 };
 

@@ -115,10 +115,12 @@ std::string emitReference(const Scop &s) {
 
 std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
-                            const std::function<std::string(const ScopStatement &)> &init) {
+                            const std::function<std::string(const ScopStatement &)> &init, const ReadOverride &read,
+                            const std::string &only) {
   auto types = typeTable(s);
   std::string o;
   for (const auto &st : s.statements) {
+    if (!only.empty() && st.name != only) continue;
     isl::set dom(islCtx(), st.domain);
     std::string params;
     for (unsigned i = 0; i < dom.tuple_dim(); ++i) {
@@ -134,7 +136,8 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       ExprPtr body = parseExpr(st.body);
       Value v = printValue(body, d, [&](const Access &a, size_t k) {
         if (promoted.count(a.tensor)) return a.tensor + "_r";
-        return loadElement(d, types.at(a.tensor), a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]");
+        std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
+        return loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv);
       }, types);
       if (st.kind == StmtKind::Reduce) {
         o += reduce(st, convert(v, computeType(out.type)));

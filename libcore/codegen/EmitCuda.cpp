@@ -9,6 +9,7 @@
 #include "polyk/Emit.h"
 #include "polyk/Schedule.h"
 
+#include <isl/ast.h>
 #include <map>
 
 namespace polyk::codegen {
@@ -38,7 +39,9 @@ std::string kernelParams(const Scop &s, const std::set<std::string> &shared = {}
 std::string alignmentAssumptions(const Scop &s, const std::set<std::string> &promoted) {
   std::string o = "  if constexpr (POLYK_ALIGNED) {\n";
   for (const auto &t : s.tensors) {
-    if (promoted.count(t.name)) continue;
+    // Inputs are read with explicit vector loads (VectorReads): the assumption would cost them
+    // `__restrict__`, and with it nvcc's reuse of their loads across a fused kernel's barriers.
+    if (promoted.count(t.name) || t.role == Role::Input) continue;
     o += "    " + t.name + " = (" + (t.role == Role::Input ? "const " : "") + cudaStorageType(t.type) +
          " *)__builtin_assume_aligned(" + t.name + ", 16);\n";
   }
@@ -120,8 +123,16 @@ int unrollFactor(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) 
 /// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
+std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
+                         const EmitOptions &opt, const ReadOverride &read = nullptr, const std::string &only = "");
+
+/// `vectors`: the kernel comes in aligned and unaligned instances (POLYK_ALIGNED), and its vector
+/// loops read with vector loads in the aligned one (VectorReads). `fused`: the kernel is a part of
+/// a fused kernel, whose per-thread loops of constant trip count are unrolled, so nvcc sees that
+/// the parts read the same input elements and keeps them in registers across the barriers
+/// (softmax: x read once instead of three times).
 std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d,
-                       const EmitOptions &opt) {
+                       const EmitOptions &opt, bool vectors = false, bool fused = false) {
   AstPrinter printer;
   printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
     std::string c = stmt + "(";
@@ -151,6 +162,43 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
   isl::ast_build build = isl::ast_build::from_context(mappingContext({kc}));
+  std::set<std::string> promoted;
+  for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
+  VectorReads vr(s, promoted);
+  if (d == Dialect::Cuda && (vectors || fused)) {
+    if (vectors) build = vr.attach(build);
+    // Around each vector loop: the loads, then its statements redefined to read the vectors'
+    // lanes (in the aligned instance), and the statements' own definitions back after it.
+    printer.around = [&](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
+      int lanes = 0;
+      std::vector<VectorReads::Read> reads = vectors ? vr.readsOf(loop, lanes) : std::vector<VectorReads::Read>{};
+      constexpr int kUnrollFused = 16; // the largest trip count unrolled in a fused kernel
+      int trip = VectorReads::constantTrip(loop);
+      std::string unroll = fused && printer.loopPrefix.empty() && trip > 1 && trip <= kUnrollFused ? std::string(2 * indent, ' ') + "#pragma unroll\n" : "";
+      if (reads.empty()) return {unroll, ""};
+      std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(loop.get())).get());
+      std::string pad(2 * indent, ' '), pro, epi;
+      std::map<std::pair<std::string, size_t>, std::string> lane;
+      std::set<std::string> stmts;
+      for (const auto &r : reads) {
+        std::string v = "v_" + r.stmt + "_" + std::to_string(r.access), T = cudaStorageType(s.tensor(r.tensor)->type);
+        std::string vec = "polyk::Vec<" + T + ", " + std::to_string(lanes) + ">";
+        pro += pad + "const " + vec + " " + v + " = POLYK_ALIGNED ? polyk::load_vec<" + std::to_string(lanes) + ">(" + r.tensor +
+               " + (" + r.base + ")) : " + vec + "{};\n";
+        lane[{r.stmt, r.access}] = v + "[" + it + "]";
+        stmts.insert(r.stmt);
+      }
+      for (const auto &name : stmts) {
+        pro += "#undef " + name + "\n";
+        pro += kernelMacros(s, kc, d, promoted, opt, [&](const ScopStatement &st, size_t k, const std::string &lv) {
+          auto l = lane.find({st.name, k});
+          return l == lane.end() ? lv : "(POLYK_ALIGNED ? " + l->second + " : " + lv + ")";
+        }, name);
+        epi += "#undef " + name + "\n" + kernelMacros(s, kc, d, promoted, opt, nullptr, name);
+      }
+      return {pro + unroll, epi};
+    };
+  }
   o += printer.print(build.node_from(restricted), 1);
   for (const ScopStatement *st : reductions) {
     const TensorDecl &out = *s.tensor(outputOf(s, *st));
@@ -216,7 +264,7 @@ bool singleThread(const KernelConfig &kc) {
 }
 
 std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
-                         const EmitOptions &opt) {
+                         const EmitOptions &opt, const ReadOverride &read, const std::string &only) {
   return statementMacros(
       s, d, promoted,
       [&](const ScopStatement &st, const std::string &v) {
@@ -225,7 +273,7 @@ std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const
         std::string e = out.name + "[" + linearIndex(st.write, out) + "]";
         return e + " = " + storeValue(d, out.type, reduceApply(*st.op, out.type, loadElement(d, out.type, e), v)) + ";";
       },
-      [&](const ScopStatement &st) { return initMacro(s, st, d); });
+      [&](const ScopStatement &st) { return initMacro(s, st, d); }, read, only);
 }
 
 /// An initialisation is needed only where blocks combine into the output atomically; where one
@@ -345,7 +393,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
     if (vectors) o += alignmentAssumptions(s, promoted);
-    if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt);
+    if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt, vectors);
     for (size_t j = 0; group.size() > 1 && j < group.size(); ++j) {
       const KernelConfig &kc = s.kernels[group[j]];
       if (j > 0) {
@@ -354,7 +402,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
         o += undefMacros(s) + kernelMacros(s, kc, Dialect::Cuda, promoted, opt);
         runsInside[group[j]] = first.name;
       }
-      o += "  {\n" + kernelCode(s, mapped, kc, Dialect::Cuda, opt) + "  }\n";
+      o += "  {\n" + kernelCode(s, mapped, kc, Dialect::Cuda, opt, vectors, true) + "  }\n";
     }
     o += "}\n" + undefMacros(s) + "\n";
   }

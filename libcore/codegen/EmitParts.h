@@ -17,9 +17,13 @@ std::string emitScheduleC(const Scop &s);
 std::string cPrologue(const Scop &s, Dialect d);
 /// `#define S(i, j) do { ... } while (0)` for every statement; `reduce` and `init` print the
 /// reduction update (given the value) and the initialisation.
+/// `read`, where given, replaces the lvalue of a statement's k-th read (a tensor element) with
+/// another expression; `only`, where not empty, names the one statement to define.
+using ReadOverride = std::function<std::string(const ScopStatement &, size_t k, const std::string &lvalue)>;
 std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
-                            const std::function<std::string(const ScopStatement &)> &init);
+                            const std::function<std::string(const ScopStatement &)> &init,
+                            const ReadOverride &read = nullptr, const std::string &only = "");
 std::string undefMacros(const Scop &s);
 std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
 /// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.
@@ -35,5 +39,41 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt);
 std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule &mapped,
                                               const std::function<bool(const KernelConfig &)> &launched,
                                               const std::function<bool(const KernelConfig &)> &blockComplete);
+
+/// Reads that one vector load serves (CUDA). In a thread's innermost loop of V iterations with
+/// only statements in its body (polyk-bind's vector loop), a read of an input tensor at
+/// `base + lane`, where isl proves the index's step along the loop is 1 and `base` a multiple of V
+/// at every instance, is one `polyk::load_vec<V>` of V * size bytes (4, 8 or 16) before the loop.
+class VectorReads {
+public:
+  VectorReads(const Scop &s, const std::set<std::string> &promoted) : s_(s), promoted_(promoted) {}
+  /// The build, recording at each statement instance it reaches the bases of its reads.
+  isl::ast_build attach(const isl::ast_build &build);
+  struct Read {
+    std::string stmt;
+    size_t access;      // index into the statement's reads
+    std::string tensor;
+    std::string base;   // C expression of the loop's outer iterators
+  };
+  /// The reads of `forNode`'s body one vector load each serves, and the loop's trip count in
+  /// `lanes` (none: not such a loop).
+  std::vector<Read> readsOf(const isl::ast_node &forNode, int &lanes) const;
+  /// N for `for (c = 0; c <= N - 1; c += 1)`, else 0.
+  static int constantTrip(const isl::ast_node &forNode);
+
+private:
+  struct Candidate {
+    size_t access;
+    isl::pw_aff base; // index - lane, over the schedule space
+    std::string text;
+  };
+  struct Instance {
+    std::string stmt, lane; // the statement, the innermost iterator
+    std::vector<Candidate> candidates;
+  };
+  const Scop &s_;
+  std::set<std::string> promoted_;
+  std::vector<Instance> instances_;
+};
 
 } // namespace polyk::codegen

@@ -352,6 +352,28 @@ __device__ __forceinline__ void atomic_combine(T* addr, T val) {
 // ---------------------------------------------------------------------------
 // Part 2: block reductions (own warp-shuffle + shared-memory implementation)
 // ---------------------------------------------------------------------------
+// V consecutive elements of a read-only tensor, read with one load of V * sizeof(T) bytes (4, 8
+// or 16) through the non-coherent path. Generated code uses it where a thread's vector loop reads
+// `p[base + lane]` with `p + base` aligned to the vector's size (EmitCuda.cpp proves it with
+// isl); nvcc's own vectoriser does not merge __half loads, nor keeps `__restrict__` through
+// __builtin_assume_aligned (which let it reuse loads across a fused kernel's barriers).
+template <class T, int V>
+struct Vec {
+  alignas(sizeof(T) * V) T v[V];
+  __device__ __forceinline__ T operator[](int i) const { return v[i]; }
+};
+
+template <int V, class T>
+__device__ __forceinline__ Vec<T, V> load_vec(const T* p) {
+  constexpr int B = int(sizeof(T)) * V;
+  static_assert(B == 4 || B == 8 || B == 16, "polyk: a vector load is 4, 8 or 16 bytes");
+  using W = std::conditional_t<B == 16, uint4, std::conditional_t<B == 8, uint2, unsigned int>>;
+  const W w = *reinterpret_cast<const W*>(p);
+  Vec<T, V> r;
+  memcpy(&r, &w, B);
+  return r;
+}
+
 namespace detail {
 
 __host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
