@@ -148,14 +148,25 @@ Scop bind(const Scop &in, const BindOptions &options) {
       if (count[blockAxis[0] == "y" ? 0 : 1] > 65535)
         throw UsageError("kernel " + std::to_string(k) + " needs more than 65535 blocks on both grid axes; use larger tiles");
     }
+    // Along the contiguous member each thread takes `vector` consecutive elements at a time (an
+    // innermost loop of that many), where whole vectors tile the tile. In a y-reduce (the member
+    // parallel) a thread so owns `vector` consecutive outputs.
+    int c = shape.contiguous, vector = std::max(1, (int)sz.vector);
+    if (c < 0 || sz.tile[c] % (sz.block[c] * vector) != 0) vector = 1;
+    bool columns = vector > 1 && !shape.reduced[c] && shape.form != Form::Elementwise;
+    // (Whether the tiles divide the extent, polyk-emit checks: a partial vector of outputs is
+    // an error there.)
     for (unsigned m = 0; m < n; ++m) {
       int a = threadAxis[m] == "x" ? 0 : 1;
       kc.block[a] = (int)sz.block[m];
       kc.grid[blockAxis[m] == "x" ? 0 : 1] = countC[m];
-      // One output element per thread: parallel point loops are mapped to threads entirely.
-      if (!shape.reduced[m] && shape.form != Form::Elementwise && sz.tile[m] != sz.block[m])
+      // One output element (or one vector of them) per thread: parallel point loops are mapped to
+      // threads entirely.
+      long long perThread = columns && (int)m == c ? vector : 1;
+      if (!shape.reduced[m] && shape.form != Form::Elementwise && sz.tile[m] != sz.block[m] * perThread)
         throw UsageError("kernel " + std::to_string(k) + ": the tile size of a parallel dim (" + std::to_string(sz.tile[m]) +
-                         ") must equal its block size (" + std::to_string(sz.block[m]) + ")");
+                         ") must equal its block size (" + std::to_string(sz.block[m]) + ")" +
+                         (perThread > 1 ? " times its vector (" + std::to_string(perThread) + ")" : ""));
       if (sz.block[m] > sz.tile[m])
         throw UsageError("kernel " + std::to_string(k) + ": block size " + std::to_string(sz.block[m]) +
                          " exceeds tile size " + std::to_string(sz.tile[m]));
@@ -169,12 +180,8 @@ Scop bind(const Scop &in, const BindOptions &options) {
     for (const auto &t : in.tensors)
       if (promotable(in, t, kc.statements, kernelSchedule)) kc.promoted.push_back(t.name);
 
-    // Point loops: strip-mined by the block sizes into per-thread loops and thread loops. Along
-    // the contiguous member each thread takes `vector` consecutive elements at a time (an
-    // innermost loop of that many), where whole vectors tile the tile; nvcc then reads them with
-    // one wide access (polyk-emit tells it the tensors are aligned).
-    int c = shape.contiguous, vector = std::max(1, (int)sz.vector);
-    if (c < 0 || sz.tile[c] % (sz.block[c] * vector) != 0) vector = 1;
+    // Point loops: strip-mined by the block sizes into per-thread loops and thread loops, and
+    // the vector loop innermost (polyk-emit reads it with one wide access).
     isl::schedule_node point = tileBand.child(0);
     isl::multi_val bs = isl::multi_val::zero(bandSpace(point)), vs = bs;
     for (unsigned m = 0; m < n; ++m) {

@@ -124,13 +124,15 @@ int unrollFactor(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) 
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
 std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
-                         const EmitOptions &opt, const ReadOverride &read = nullptr, const std::string &only = "");
+                         const EmitOptions &opt, const ReadOverride &read = nullptr, const std::string &only = "",
+                         const std::string &lane = "");
 
 /// `vectors`: the kernel comes in aligned and unaligned instances (POLYK_ALIGNED), and its vector
-/// loops read with vector loads in the aligned one (VectorReads). `fused`: the kernel is a part of
-/// a fused kernel, whose per-thread loops of constant trip count are unrolled, so nvcc sees that
-/// the parts read the same input elements and keeps them in registers across the barriers
-/// (softmax: x read once instead of three times).
+/// loops read with vector loads in the aligned one (VectorReads); a reduction whose thread owns a
+/// vector of outputs (a y-reduce's columns) keeps an accumulator per lane, in both dialects.
+/// `fused`: the kernel is a part of a fused kernel, whose per-thread loops of constant trip count
+/// are unrolled, so nvcc sees that the parts read the same input elements and keeps them in
+/// registers across the barriers (softmax: x read once instead of three times).
 std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d,
                        const EmitOptions &opt, bool vectors = false, bool fused = false) {
   AstPrinter printer;
@@ -144,17 +146,6 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     if (u > 1) printer.loopPrefix = "#pragma unroll " + std::to_string(u);
   }
   int bx = kc.block[0], by = kc.block[1];
-  std::string o;
-  for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
-  std::vector<const ScopStatement *> reductions;
-  for (const auto &name : kc.statements) {
-    const ScopStatement *st = s.statement(name);
-    if (st->kind != StmtKind::Reduce || singleThread(kc)) continue;
-    reductions.push_back(st);
-    DType acc = computeType(s.tensor(outputOf(s, *st))->type);
-    o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + reduceIdentity(*st->op, acc) + ";\n";
-    o += "  bool live_" + name + " = false;\n  polyk_idx oidx_" + name + " = 0;\n";
-  }
   // Each kernel is the AST of the mapped tree restricted to the kernel's statements, built in
   // the context of its own block and thread ids: isl hoists guards on the ids (and may split on
   // them into if / else) above the kernel mark, so the whole AST of the restriction is the body.
@@ -165,91 +156,130 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   std::set<std::string> promoted;
   for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
   VectorReads vr(s, promoted);
-  if (d == Dialect::Cuda && (vectors || fused)) {
-    if (vectors) build = vr.attach(build);
-    // Around each vector loop: the loads, then its statements redefined to read the vectors'
-    // lanes (in the aligned instance), and the statements' own definitions back after it.
-    printer.around = [&](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
-      int lanes = 0;
-      std::vector<VectorReads::Read> reads = vectors ? vr.readsOf(loop, lanes) : std::vector<VectorReads::Read>{};
-      constexpr int kUnrollFused = 16; // the largest trip count unrolled in a fused kernel
-      int trip = VectorReads::constantTrip(loop);
-      std::string unroll = fused && printer.loopPrefix.empty() && trip > 1 && trip <= kUnrollFused ? std::string(2 * indent, ' ') + "#pragma unroll\n" : "";
-      if (reads.empty()) return {unroll, ""};
-      std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(loop.get())).get());
-      std::string pad(2 * indent, ' '), pro, epi;
-      std::map<std::pair<std::string, size_t>, std::string> lane;
-      std::set<std::string> stmts;
-      for (const auto &r : reads) {
-        std::string v = "v_" + r.stmt + "_" + std::to_string(r.access), T = cudaStorageType(s.tensor(r.tensor)->type);
-        std::string vec = "polyk::Vec<" + T + ", " + std::to_string(lanes) + ">";
-        pro += pad + "const " + vec + " " + v + " = POLYK_ALIGNED ? polyk::load_vec<" + std::to_string(lanes) + ">(" + r.tensor +
-               " + (" + r.base + ")) : " + vec + "{};\n";
-        lane[{r.stmt, r.access}] = v + "[" + it + "]";
-        stmts.insert(r.stmt);
-      }
-      for (const auto &name : stmts) {
-        pro += "#undef " + name + "\n";
-        pro += kernelMacros(s, kc, d, promoted, opt, [&](const ScopStatement &st, size_t k, const std::string &lv) {
-          auto l = lane.find({st.name, k});
-          return l == lane.end() ? lv : "(POLYK_ALIGNED ? " + l->second + " : " + lv + ")";
-        }, name);
-        epi += "#undef " + name + "\n" + kernelMacros(s, kc, d, promoted, opt, nullptr, name);
-      }
-      return {pro + unroll, epi};
-    };
+  if (vectors) build = vr.attach(build);
+  bool cudaVectors = d == Dialect::Cuda && vectors;
+  // Around each vector loop: the loads, then its statements redefined to read the vectors' lanes
+  // (in the aligned instance) and to accumulate per lane, and their own definitions back after it.
+  printer.around = [&](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
+    VectorReads::Loop vl = vectors ? vr.loop(loop) : VectorReads::Loop{};
+    if (!cudaVectors) vl.reads.clear();
+    constexpr int kUnrollFused = 16; // the largest trip count unrolled in a fused kernel
+    int trip = VectorReads::constantTrip(loop);
+    bool unrolled = d == Dialect::Cuda && printer.loopPrefix.empty() && trip > 1 &&
+                    ((fused && trip <= kUnrollFused) || !vl.laneReductions.empty());
+    std::string unroll = unrolled ? std::string(2 * indent, ' ') + "#pragma unroll\n" : "";
+    if (vl.reads.empty() && vl.laneReductions.empty()) return {unroll, ""};
+    std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(loop.get())).get());
+    std::string pad(2 * indent, ' '), pro, epi;
+    std::map<std::pair<std::string, size_t>, std::string> lane;
+    std::set<std::string> stmts(vl.laneReductions.begin(), vl.laneReductions.end());
+    for (const auto &r : vl.reads) {
+      std::string v = "v_" + r.stmt + "_" + std::to_string(r.access), T = cudaStorageType(s.tensor(r.tensor)->type);
+      std::string vec = "polyk::Vec<" + T + ", " + std::to_string(vl.lanes) + ">";
+      pro += pad + "const " + vec + " " + v + " = POLYK_ALIGNED ? polyk::load_vec<" + std::to_string(vl.lanes) + ">(" + r.tensor +
+             " + (" + r.base + ")) : " + vec + "{};\n";
+      lane[{r.stmt, r.access}] = v + "[" + it + "]";
+      stmts.insert(r.stmt);
+    }
+    for (const auto &name : stmts) {
+      bool perLane = std::count(vl.laneReductions.begin(), vl.laneReductions.end(), name) > 0;
+      pro += "#undef " + name + "\n";
+      pro += kernelMacros(s, kc, d, promoted, opt, [&](const ScopStatement &st, size_t k, const std::string &lv) {
+        auto l = lane.find({st.name, k});
+        return l == lane.end() ? lv : "(POLYK_ALIGNED ? " + l->second + " : " + lv + ")";
+      }, name, perLane ? it : "");
+      epi += "#undef " + name + "\n" + kernelMacros(s, kc, d, promoted, opt, nullptr, name);
+    }
+    return {pro + unroll, epi};
+  };
+  std::string body = printer.print(build.node_from(restricted), 1);
+  vr.checkLanes();
+
+  std::string o;
+  for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
+  std::vector<const ScopStatement *> reductions;
+  for (const auto &name : kc.statements) {
+    const ScopStatement *st = s.statement(name);
+    if (st->kind != StmtKind::Reduce || singleThread(kc)) continue;
+    reductions.push_back(st);
+    DType acc = computeType(s.tensor(outputOf(s, *st))->type);
+    int lanes = vr.lanesOf(name);
+    std::string id = reduceIdentity(*st->op, acc);
+    if (lanes == 1) {
+      o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + id + ";\n";
+      o += "  bool live_" + name + " = false;\n  polyk_idx oidx_" + name + " = 0;\n";
+    } else {
+      // One output per lane: the thread's V consecutive outputs.
+      std::string ids = id;
+      for (int l = 1; l < lanes; ++l) ids += ", " + id;
+      o += "  " + std::string(computeCType(acc)) + " acc_" + name + "[" + std::to_string(lanes) + "] = {" + ids + "};\n";
+      o += "  bool live_" + name + " = false;\n  polyk_idx oidx_" + name + "[" + std::to_string(lanes) + "] = {0};\n";
+    }
   }
-  o += printer.print(build.node_from(restricted), 1);
+  o += body;
   for (const ScopStatement *st : reductions) {
     const TensorDecl &out = *s.tensor(outputOf(s, *st));
     DType acc = computeType(out.type);
     std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
+    int lanes = vr.lanesOf(n);
+    std::string pad = "  ", l;
+    if (lanes > 1) {
+      // The epilogue once per lane (its block reductions and combines in turn).
+      o += std::string(d == Dialect::Cuda ? "#pragma unroll\n" : "") + "  for (int l_" + n + " = 0; l_" + n + " < " +
+           std::to_string(lanes) + "; ++l_" + n + ") {\n";
+      pad = "    ";
+      l = "[l_" + n + "]";
+    }
+    std::string accL = "acc_" + n + l, oidxL = "oidx_" + n + l;
     if (d == Dialect::C) {
       // Each thread alone: its partial joins the kernel's accumulator (compute type), stored at
       // the end of the kernel as the last block's combine would.
-      std::string slot = "pacc_" + n + "[oidx_" + n + "]";
-      o += "  if (live_" + n + ") {\n    " + slot + " = " + reduceApply(*st->op, out.type, slot, "acc_" + n) + ";\n";
+      std::string slot = "pacc_" + n + "[" + oidxL + "]";
+      o += pad + "if (live_" + n + ") {\n" + pad + "  " + slot + " = " + reduceApply(*st->op, out.type, slot, accL) + ";\n";
       // A direct return is complete when its block is: store it now, as the block's leader
       // does, for the later parts of a fused kernel.
       if (returnMode(s, kc, *st, opt) == Return::Direct)
-        o += "    " + out.name + "[oidx_" + n + "] = " + storeValue(Dialect::C, out.type, slot) + ";\n";
-      o += "  }\n";
-      continue;
+        o += pad + "  " + out.name + "[" + oidxL + "] = " + storeValue(Dialect::C, out.type, slot) + ";\n";
+      o += pad + "}\n";
+    } else {
+      std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
+      std::string value = accL, leader = "live_" + n;
+      if (kc.reduceAxis == "x" || kc.reduceAxis == "y") {
+        o += pad + "const " + T + " block_" + n + " = polyk::block_reduce_" + kc.reduceAxis + "<" + op + ", " + dims + ">(" + accL + ");\n";
+        value = "block_" + n;
+        leader = "t_" + kc.reduceAxis + " == 0 && " + leader;
+      }
+      std::string target = out.name + "[" + oidxL + "]";
+      std::string stored = out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
+                                                                     : storeValue(Dialect::Cuda, out.type, value);
+      switch (returnMode(s, kc, *st, opt)) {
+      case Return::Direct: o += pad + "if (" + leader + ") " + target + " = " + stored + ";\n"; break;
+      case Return::Atomic: o += pad + "if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + target + ", " + stored + ");\n"; break;
+      case Return::Ordered: {
+        // Every thread takes part: the last block combines the partials with the whole line.
+        std::string axis = kc.reduceAxis == "y" ? "1" : "0";
+        o += pad + "polyk::ordered_combine_block<" + op + ", " + dims + ", " + axis + ">(partials_" + n + ", counter_" + n + ", (int)(" +
+             blocksPerOutput(kc) + "), (int)b_" + kc.reduceBlockAxis + ", " + leader + ", " + oidxL + ", " + value + ", " + out.name +
+             ");\n";
+        break;
+      }
+      }
     }
-    std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
-    std::string value = "acc_" + n, leader = "live_" + n;
-    if (kc.reduceAxis == "x" || kc.reduceAxis == "y") {
-      o += "  const " + T + " block_" + n + " = polyk::block_reduce_" + kc.reduceAxis + "<" + op + ", " + dims + ">(acc_" + n + ");\n";
-      value = "block_" + n;
-      leader = "t_" + kc.reduceAxis + " == 0 && " + leader;
-    }
-    std::string target = out.name + "[oidx_" + n + "]";
-    std::string stored = out.type == DType::Bool || acc == out.type ? "(" + std::string(cudaStorageType(out.type)) + ")" + value
-                                                                   : storeValue(Dialect::Cuda, out.type, value);
-    switch (returnMode(s, kc, *st, opt)) {
-    case Return::Direct: o += "  if (" + leader + ") " + target + " = " + stored + ";\n"; break;
-    case Return::Atomic: o += "  if (" + leader + ") polyk::atomic_combine<" + op + ">(&" + target + ", " + stored + ");\n"; break;
-    case Return::Ordered: {
-      // Every thread takes part: the last block combines the partials with the whole line.
-      std::string axis = kc.reduceAxis == "y" ? "1" : "0";
-      o += "  polyk::ordered_combine_block<" + op + ", " + dims + ", " + axis + ">(partials_" + n + ", counter_" + n + ", (int)(" +
-           blocksPerOutput(kc) + "), (int)b_" + kc.reduceBlockAxis + ", " + leader + ", oidx_" + n + ", " + value + ", " + out.name +
-           ");\n";
-      break;
-    }
-    }
+    if (lanes > 1) o += "  }\n";
   }
   return o;
 }
 
-std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::string &v, Dialect d, const EmitOptions &opt) {
+/// `lane`: the vector loop's iterator where the thread keeps one accumulator per lane.
+std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::string &v, Dialect d, const EmitOptions &opt,
+                        const std::string &lane = "") {
   const TensorDecl &out = *s.tensor(outputOf(s, st));
-  std::string a = "acc_" + st.name;
+  std::string l = lane.empty() ? "" : "[" + lane + "]";
+  std::string a = "acc_" + st.name + l;
   std::string next = reduceApply(*st.op, out.type, a, v);
   // --accumulate=input: the partial is rounded to the f16 / bf16 input type at every step.
   if (opt.accumulate == "input") next = roundToStorage(d, out.type, next);
-  return a + " = " + next + "; live_" + st.name + " = true; oidx_" + st.name + " = " +
-         linearIndex(st.write, out) + ";";
+  return a + " = " + next + "; live_" + st.name + " = true; oidx_" + st.name + l + " = " + linearIndex(st.write, out) + ";";
 }
 
 std::string initMacro(const Scop &s, const ScopStatement &st, Dialect d) {
@@ -264,11 +294,11 @@ bool singleThread(const KernelConfig &kc) {
 }
 
 std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
-                         const EmitOptions &opt, const ReadOverride &read, const std::string &only) {
+                         const EmitOptions &opt, const ReadOverride &read, const std::string &only, const std::string &lane) {
   return statementMacros(
       s, d, promoted,
       [&](const ScopStatement &st, const std::string &v) {
-        if (!singleThread(kc)) return reduceMacro(s, st, v, d, opt);
+        if (!singleThread(kc)) return reduceMacro(s, st, v, d, opt, lane);
         const TensorDecl &out = *s.tensor(outputOf(s, st));
         std::string e = out.name + "[" + linearIndex(st.write, out) + "]";
         return e + " = " + storeValue(d, out.type, reduceApply(*st.op, out.type, loadElement(d, out.type, e), v)) + ";";
@@ -325,6 +355,8 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
+  bool vectors = false; // a thread may own a vector of outputs (VectorReads)
+  for (const auto &[k, sz] : parseSizes(s.sizes)) vectors |= sz.vector > 1;
   // As the launcher does: fused kernels run part after part within each block.
   for (const auto &group : groupsOf(s, mapped, opt)) {
     std::vector<const ScopStatement *> reductions;
@@ -353,7 +385,7 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       o += kernelMacros(s, kc, Dialect::C, promoted, opt);
       o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
            std::to_string(kc.block[0]) + "; ++t_x) {\n";
-      o += kernelCode(s, mapped, kc, Dialect::C, opt) + "  }\n" + undefMacros(s);
+      o += kernelCode(s, mapped, kc, Dialect::C, opt, vectors) + "  }\n" + undefMacros(s);
     }
     o += "  }\n";
     for (const ScopStatement *st : reductions) {

@@ -6,6 +6,7 @@
 
 #include "polyk/Emit.h"
 
+#include <optional>
 #include <set>
 
 namespace polyk::codegen {
@@ -40,14 +41,17 @@ std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule
                                               const std::function<bool(const KernelConfig &)> &launched,
                                               const std::function<bool(const KernelConfig &)> &blockComplete);
 
-/// Reads that one vector load serves (CUDA). In a thread's innermost loop of V iterations with
-/// only statements in its body (polyk-bind's vector loop), a read of an input tensor at
-/// `base + lane`, where isl proves the index's step along the loop is 1 and `base` a multiple of V
-/// at every instance, is one `polyk::load_vec<V>` of V * size bytes (4, 8 or 16) before the loop.
+/// The vector loops of a kernel: a thread's innermost loop of V iterations with only statements
+/// in its body (polyk-bind's vector loop). In it:
+///  - a read of an input tensor at `base + lane`, where isl proves the index's step along the
+///    loop is 1 and `base` a multiple of V at every instance, is one `polyk::load_vec<V>` of
+///    V * size bytes (4, 8 or 16) before the loop (CUDA);
+///  - a reduction whose output index is `base + lane` the same way (a y-reduce's vector of
+///    columns) keeps one accumulator per lane: the thread owns V outputs.
 class VectorReads {
 public:
   VectorReads(const Scop &s, const std::set<std::string> &promoted) : s_(s), promoted_(promoted) {}
-  /// The build, recording at each statement instance it reaches the bases of its reads.
+  /// The build, recording at each statement instance it reaches the bases of its accesses.
   isl::ast_build attach(const isl::ast_build &build);
   struct Read {
     std::string stmt;
@@ -55,9 +59,18 @@ public:
     std::string tensor;
     std::string base;   // C expression of the loop's outer iterators
   };
-  /// The reads of `forNode`'s body one vector load each serves, and the loop's trip count in
-  /// `lanes` (none: not such a loop).
-  std::vector<Read> readsOf(const isl::ast_node &forNode, int &lanes) const;
+  struct Loop {
+    int lanes = 0;                           // 0: not a vector loop
+    std::vector<Read> reads;                 // served by one vector load each
+    std::vector<std::string> laneReductions; // statements with one accumulator per lane
+  };
+  /// What `forNode` (printed after the build) is; records its lane reductions.
+  Loop loop(const isl::ast_node &forNode);
+  /// Accumulators per thread of a reduction statement (after the loops are printed): V or 1.
+  int lanesOf(const std::string &stmt) const;
+  /// Throws where a reduction's output moves with the innermost iterator outside a whole vector
+  /// loop (a partial vector of outputs), which the one-accumulator-per-lane scheme cannot run.
+  void checkLanes() const;
   /// N for `for (c = 0; c <= N - 1; c += 1)`, else 0.
   static int constantTrip(const isl::ast_node &forNode);
 
@@ -70,10 +83,13 @@ private:
   struct Instance {
     std::string stmt, lane; // the statement, the innermost iterator
     std::vector<Candidate> candidates;
+    bool writeMoves = false; // a reduction whose output index changes with the lane
+    std::optional<isl::pw_aff> writeBase; // its index - lane, where that does not depend on the lane
   };
   const Scop &s_;
   std::set<std::string> promoted_;
   std::vector<Instance> instances_;
+  std::map<std::string, int> lanesNeeded_, lanesGiven_, lanes_;
 };
 
 } // namespace polyk::codegen

@@ -5,6 +5,8 @@
 // loop's V iterations.
 #include "EmitParts.h"
 
+#include "polyk/Diagnostics.h"
+
 #include <isl/ast.h>
 #include <isl/ast_build.h>
 #include <isl/aff.h>
@@ -12,6 +14,8 @@
 #include <isl/local_space.h>
 #include <isl/map.h>
 #include <isl/space.h>
+#include <functional>
+#include <stdexcept>
 
 namespace polyk::codegen {
 
@@ -53,6 +57,10 @@ isl::ast_build VectorReads::attach(const isl::ast_build &build) {
     // Shifts the innermost iterator by one: a step of 1 means index(p + e) == index(p) + 1.
     isl::multi_aff shift = isl::multi_aff::identity_on_domain(space);
     shift = shift.set_at(n - 1, shift.at(n - 1).add_constant(isl::val(islCtx(), 1)));
+    isl::set both = points.intersect(points.preimage(shift));
+    auto same = [&](const isl::pw_aff &f) { // f(p) == f(p + e) wherever both are instances
+      return f.intersect_domain(both).ne_set(f.pullback(shift).intersect_domain(both)).is_empty();
+    };
     for (size_t k = 0; k < st->reads.size(); ++k) {
       isl::map access(islCtx(), st->reads[k]);
       const TensorDecl *t = s_.tensor(access.range_tuple_id().name());
@@ -60,14 +68,26 @@ isl::ast_build VectorReads::attach(const isl::ast_build &build) {
       isl::pw_aff index = linearIndexAff(st->reads[k], *t);
       if (index.is_null()) continue;
       isl::pw_aff base = index.pullback(iterators).sub(lane);
-      // The base must not depend on the lane where both p and p + e are instances.
-      isl::pw_aff next = base.pullback(shift);
-      isl::set both = points.intersect(points.preimage(shift));
-      if (!base.intersect_domain(both).ne_set(next.intersect_domain(both)).is_empty()) continue;
+      if (!same(base)) continue; // the base must not depend on the lane
       isl::ast_expr e = b.expr_from(base);
       in.candidates.push_back({k, base, islExprToC(e.get())});
     }
-    if (in.candidates.empty()) return node;
+    // A reduction whose output moves with the innermost iterator (a y-reduce's vector of
+    // columns): its thread owns one output per lane.
+    if (st->kind == StmtKind::Reduce) {
+      const TensorDecl *out = s_.tensor(isl::map(islCtx(), st->write).range_tuple_id().name());
+      isl::pw_aff index = out ? linearIndexAff(st->write, *out) : isl::pw_aff();
+      if (!index.is_null()) {
+        isl::pw_aff at = index.pullback(iterators);
+        if (!same(at)) {
+          in.writeMoves = true;
+          isl::pw_aff base = at.sub(lane);
+          if (same(base)) in.writeBase = base;
+          ++lanesNeeded_[st->name];
+        }
+      }
+    }
+    if (in.candidates.empty() && !in.writeMoves) return node;
     instances_.push_back(std::move(in));
     isl_id *id = isl_id_alloc(islCtx().get(), kAnnotation, reinterpret_cast<void *>(instances_.size()));
     return isl::manage(isl_ast_node_set_annotation(node.release(), id));
@@ -91,10 +111,10 @@ int VectorReads::constantTrip(const isl::ast_node &forNode) {
   return last >= 0 && last < (1 << 20) ? (int)last + 1 : 0;
 }
 
-std::vector<VectorReads::Read> VectorReads::readsOf(const isl::ast_node &forNode, int &lanes) const {
-  lanes = 0;
+VectorReads::Loop VectorReads::loop(const isl::ast_node &forNode) {
+  Loop result;
   int v = constantTrip(forNode);
-  if (v < 2 || v > 16) return {};
+  if (v < 2 || v > 16) return result;
   isl_ast_node *f = forNode.get();
   std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(f)).get());
   // Marks (polyk-bind's) print as their child alone.
@@ -102,41 +122,71 @@ std::vector<VectorReads::Read> VectorReads::readsOf(const isl::ast_node &forNode
     while (isl_ast_node_get_type(n.get()) == isl_ast_node_mark) n = isl::manage(isl_ast_node_mark_get_node(n.get()));
     return n;
   };
+  // The statements of the body, through marks and nested blocks; anything else (a loop, a
+  // guard) and this is not a vector loop.
   std::vector<isl::ast_node> users;
-  isl::ast_node body = unmark(isl::manage(isl_ast_node_for_get_body(f)));
-  if (isl_ast_node_get_type(body.get()) == isl_ast_node_user) {
-    users.push_back(body);
-  } else if (isl_ast_node_get_type(body.get()) == isl_ast_node_block) {
-    isl_ast_node_list *list = isl_ast_node_block_get_children(body.get());
-    for (int i = 0; i < isl_ast_node_list_n_ast_node(list); ++i) users.push_back(unmark(isl::manage(isl_ast_node_list_get_at(list, i))));
-    isl_ast_node_list_free(list);
-  } else {
-    return {};
-  }
-  std::vector<Read> reads;
+  bool flat = true;
+  std::function<void(isl::ast_node)> collect = [&](isl::ast_node n) {
+    n = unmark(n);
+    if (isl_ast_node_get_type(n.get()) == isl_ast_node_user) {
+      users.push_back(n);
+    } else if (isl_ast_node_get_type(n.get()) == isl_ast_node_block) {
+      isl_ast_node_list *list = isl_ast_node_block_get_children(n.get());
+      for (int i = 0; i < isl_ast_node_list_n_ast_node(list); ++i) collect(isl::manage(isl_ast_node_list_get_at(list, i)));
+      isl_ast_node_list_free(list);
+    } else {
+      flat = false;
+    }
+  };
+  collect(isl::manage(isl_ast_node_for_get_body(f)));
+  if (!flat) return result;
   std::set<std::string> seen;
   for (const auto &u : users) {
-    if (isl_ast_node_get_type(u.get()) != isl_ast_node_user) return {};
     isl_id *id = isl_ast_node_get_annotation(u.get());
     if (!id) continue;
-    size_t k = id && std::string(isl_id_get_name(id)) == kAnnotation ? reinterpret_cast<size_t>(isl_id_get_user(id)) : 0;
+    size_t k = std::string(isl_id_get_name(id)) == kAnnotation ? reinterpret_cast<size_t>(isl_id_get_user(id)) : 0;
     isl_id_free(id);
     if (k == 0 || k > instances_.size()) continue;
     const Instance &in = instances_[k - 1];
     if (in.lane != it || !seen.insert(in.stmt).second) continue; // one definition of its macro per loop
     const ScopStatement *st = s_.statement(in.stmt);
+    isl::val vv(islCtx(), v);
+    auto multipleOfV = [&](const isl::pw_aff &base) {
+      return isl::manage(isl_pw_aff_non_zero_set(base.mod(vv).release())).is_empty();
+    };
     for (const auto &c : in.candidates) {
       const TensorDecl *t = s_.tensor(isl::map(islCtx(), st->reads[c.access]).range_tuple_id().name());
       int bytes = dtypeBytes(t->type) * v;
       if (bytes != 4 && bytes != 8 && bytes != 16) continue;
-      isl::set misaligned = isl::manage(isl_pw_aff_non_zero_set(c.base.mod(isl::val(islCtx(), v)).release()));
-      if (!misaligned.is_empty()) continue; // base % V == 0 everywhere
+      if (!multipleOfV(c.base)) continue;
       if (c.text.find(it) != std::string::npos) continue; // printed in terms of the lane after all
-      reads.push_back({in.stmt, c.access, t->name, c.text});
+      result.reads.push_back({in.stmt, c.access, t->name, c.text});
+    }
+    // The thread's outputs base + 0 .. base + V - 1, one accumulator each, indexed by the lane.
+    if (in.writeMoves && in.writeBase && multipleOfV(*in.writeBase)) {
+      result.laneReductions.push_back(in.stmt);
+      lanesGiven_[in.stmt] += 1;
+      int &l = lanes_[in.stmt];
+      if (l != 0 && l != v) throw std::runtime_error("polyk-emit: statement " + in.stmt + " has vector loops of different lengths");
+      l = v;
     }
   }
-  if (!reads.empty()) lanes = v;
-  return reads;
+  if (!result.reads.empty() || !result.laneReductions.empty()) result.lanes = v;
+  return result;
+}
+
+void VectorReads::checkLanes() const {
+  for (const auto &[stmt, n] : lanesNeeded_) {
+    auto given = lanesGiven_.find(stmt);
+    if (given == lanesGiven_.end() || given->second != n)
+      throw UsageError("statement " + stmt + ": a thread reduces into several outputs outside a whole vector loop "
+                       "(a y-reduce's vector of columns needs tiles that divide the columns; see --sizes)");
+  }
+}
+
+int VectorReads::lanesOf(const std::string &stmt) const {
+  auto l = lanes_.find(stmt);
+  return l == lanes_.end() ? 1 : l->second;
 }
 
 } // namespace polyk::codegen

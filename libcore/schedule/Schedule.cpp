@@ -88,13 +88,25 @@ std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::
 
 namespace {
 
+long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
+long long roundUp(long long a, long long b) { return ceilDiv(a, b) * b; }
+long long pow2Ceil(long long a) {
+  long long p = 1;
+  while (p < a) p *= 2;
+  return p;
+}
+
+/// Threads along a y-reduce's P columns when each takes V consecutive ones: a warp, or fewer for
+/// narrow tensors.
+long long columnThreads(long long P, long long V) { return std::min<long long>(32, pow2Ceil(ceilDiv(P, V))); }
+
 /// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
 /// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
 int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &shape) {
   int c = shape.contiguous;
   if (c < 0 || !scop.params.empty()) return 1;
   bool reduction = std::count(shape.reduced.begin(), shape.reduced.end(), true) > 0;
-  if (reduction && !shape.reduced[c]) return 1; // a y-reduce: one output per thread
+  bool columns = reduction && !shape.reduced[c]; // a y-reduce: each thread owns V consecutive outputs
   if (!reduction && shape.extent.size() < 2) return 1;
   int narrowest = 16;
   for (const auto &st : scop.statements) {
@@ -106,7 +118,9 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
         narrowest = std::min(narrowest, dtypeBytes(t->type));
   }
   int v = 16 / narrowest;
-  while (v > 1 && shape.extent[c] % v != 0) v /= 2;
+  // A y-reduce's column tile (columnThreads(P, V) * V, defaultSizes) must divide the columns: a
+  // partial tile would give a thread a partial vector of outputs.
+  while (v > 1 && shape.extent[c] % (columns ? columnThreads(shape.extent[c], v) * v : v) != 0) v /= 2;
   return v;
 }
 
@@ -155,13 +169,6 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
 
 namespace {
 
-long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
-long long roundUp(long long a, long long b) { return ceilDiv(a, b) * b; }
-long long pow2Ceil(long long a) {
-  long long p = 1;
-  while (p < a) p *= 2;
-  return p;
-}
 
 /// Inserts a sequence where a leaf holds a reduction with other statements, so each reduction has
 /// its own leaf, and a
@@ -266,16 +273,21 @@ KernelSizes defaultSizes(const BandShape &b) {
     s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx * V);
     s.tile[par] = by;
   } else {
-    // Columns (a y-reduce): threads along the contiguous parallel dim, the reduced dim split
-    // over threadIdx.y and over enough blocks (about 8 per SM) to fill the machine.
-    long long bx = std::min<long long>(32, pow2Ceil(P));
+    // Columns (a y-reduce): threads along the contiguous parallel dim, each owning b.vector
+    // consecutive outputs (16 bytes a row: one load), the reduced dim split over threadIdx.y and
+    // over enough blocks (about 8 per SM) to fill the machine.
+    long long V = b.contiguous == par ? b.vector : 1;
+    long long bx = columnThreads(P, V);
     long long by = std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(R));
-    long long colBlocks = ceilDiv(P, bx);
-    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(8 * smBlocks, colBlocks), ceilDiv(R, by * 8)));
+    long long colBlocks = ceilDiv(P, bx * V);
+    // Vectors keep more bytes in flight per thread: fewer blocks fill the machine (down to 2 per
+    // SM), and fewer blocks split a column (whose partials cost a combine).
+    long long target = std::max<long long>(2, 8 / V) * smBlocks;
+    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));
     s.block[par] = bx;
     s.block[red] = by;
-    s.tile[par] = bx;
+    s.tile[par] = bx * V;
     s.tile[red] = roundUp(ceilDiv(R, redBlocks), by);
   }
   return s;
