@@ -96,6 +96,9 @@ long long pow2Ceil(long long a) {
   return p;
 }
 
+/// Streaming multiprocessors of the H100 the default sizes are measured on.
+constexpr long long kSMs = 132;
+
 /// Threads along a y-reduce's P columns when each takes V consecutive ones: a warp, or fewer for
 /// narrow tensors.
 long long columnThreads(long long P, long long V) { return std::min<long long>(32, pow2Ceil(ceilDiv(P, V))); }
@@ -118,9 +121,18 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
         narrowest = std::min(narrowest, dtypeBytes(t->type));
   }
   int v = 16 / narrowest;
-  // A y-reduce's column tile (columnThreads(P, V) * V, defaultSizes) must divide the columns: a
-  // partial tile would give a thread a partial vector of outputs.
-  while (v > 1 && shape.extent[c] % (columns ? columnThreads(shape.extent[c], v) * v : v) != 0) v /= 2;
+  long long P = shape.extent[c];
+  // A y-reduce's column tile (columnThreads(P, V) * V, defaultSizes) must divide the columns (a
+  // partial tile would give a thread a partial vector of outputs), and the columns alone must
+  // still give 2 blocks per SM: then no column is split over blocks, whose per-lane combines cost
+  // more than the vectors save (H100, bench/results 2026-11-22: [1024, 1024] f16 over dim 0 8.6
+  // -> 21 us with vector[8] and 16 blocks a column; [1024, 131072] 128 -> 100 us with 512
+  // column blocks).
+  auto fits = [&](int w) {
+    long long tile = columns ? columnThreads(P, w) * w : w;
+    return P % tile == 0 && (!columns || w == 1 || P / tile >= 2 * kSMs);
+  };
+  while (v > 1 && !fits(v)) v /= 2;
   return v;
 }
 
@@ -221,7 +233,7 @@ KernelSizes defaultSizes(const BandShape &b) {
   // the H100's 132 SMs streaming. Block counts measured by bench/sweep.sh (docs/sizes.md):
   // 528 blocks of 512 threads for an all-reduce, about 1024 blocks for a y-reduce, and a whole
   // short row in one block.
-  const long long smBlocks = 132;
+  const long long smBlocks = kSMs;
   KernelSizes s;
   size_t n = b.extent.size();
   s.tile.assign(n, 1);
