@@ -122,15 +122,15 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
   }
   int v = 16 / narrowest;
   long long P = shape.extent[c];
-  // A y-reduce's column tile (columnThreads(P, V) * V, defaultSizes) must divide the columns (a
-  // partial tile would give a thread a partial vector of outputs), and the columns alone must
-  // still give 2 blocks per SM: then no column is split over blocks, whose per-lane combines cost
-  // more than the vectors save (H100, bench/results 2026-11-22: [1024, 1024] f16 over dim 0 8.6
+  // V must divide the extent (a y-reduce's thread must own a whole vector of outputs), and a
+  // y-reduce's columns alone must still give 2 blocks per SM (column tiles of columnThreads(P, V)
+  // * V, defaultSizes): then no column is split over blocks, whose per-lane combines cost more
+  // than the vectors save (H100, bench/results 2026-11-22: [1024, 1024] f16 over dim 0 8.6
   // -> 21 us with vector[8] and 16 blocks a column; [1024, 131072] 128 -> 100 us with 512
   // column blocks).
   auto fits = [&](int w) {
-    long long tile = columns ? columnThreads(P, w) * w : w;
-    return P % tile == 0 && (!columns || w == 1 || P / tile >= 2 * kSMs);
+    // A partial last tile of whole vectors is fine: isl guards the threads past the end.
+    return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
   return v;
@@ -293,9 +293,10 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long by = std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(R));
     long long colBlocks = ceilDiv(P, bx * V);
-    // Vectors keep more bytes in flight per thread: fewer blocks fill the machine (down to 2 per
-    // SM), and fewer blocks split a column (whose partials cost a combine).
-    long long target = std::max<long long>(2, 8 / V) * smBlocks;
+    // Vectors keep more bytes in flight per thread: 2 blocks per SM fill the machine, which the
+    // columns alone give (vectorWidth), so no column is split (its partials would cost a combine
+    // per lane).
+    long long target = (V > 1 ? 2 : 8) * smBlocks;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));
     s.block[par] = bx;
     s.block[red] = by;
