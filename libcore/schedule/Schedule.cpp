@@ -103,6 +103,17 @@ constexpr long long kSMs = 132;
 /// narrow tensors.
 long long columnThreads(long long P, long long V) { return std::min<long long>(32, pow2Ceil(ceilDiv(P, V))); }
 
+/// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
+/// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite a combine per
+/// lane: H100, [131072, 1024] over dim 0 with vector[2] (size variants, 2026-11-22): max f16 142
+/// -> 120 us, max f32 203 -> 190 us, sum f32 194 -> 190 us; bool gains nothing (89 -> 92 us), and
+/// [64, 128, 768] over dims 0, 1 (8192 rows) nothing either.
+bool tallColumns(const BandShape &b) {
+  for (size_t m = 0; m < b.extent.size(); ++m)
+    if (b.reduced[m] && b.extent[m] >= 32768) return true;
+  return false;
+}
+
 /// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
 /// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
 int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &shape) {
@@ -133,6 +144,7 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
     return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
+  if (columns && v == 1 && narrowest >= 2 && P % 2 == 0 && tallColumns(shape)) return 2;
   return v;
 }
 
@@ -293,10 +305,11 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long by = std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(R));
     long long colBlocks = ceilDiv(P, bx * V);
-    // Vectors keep more bytes in flight per thread: 2 blocks per SM fill the machine, which the
-    // columns alone give (vectorWidth), so no column is split (its partials would cost a combine
-    // per lane).
-    long long target = (V > 1 ? 2 : 8) * smBlocks;
+    // Wide columns with vectors: 2 blocks per SM fill the machine (more bytes in flight per
+    // thread), which the columns alone give (vectorWidth), so no column is split (its partials
+    // would cost a combine per lane). Otherwise about 8 blocks per SM, over V.
+    bool wide = V > 1 && colBlocks >= 2 * smBlocks;
+    long long target = wide ? 2 * smBlocks : 8 * smBlocks / V;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));
     s.block[par] = bx;
     s.block[red] = by;
