@@ -330,7 +330,8 @@ std::set<std::string> promotedTensors(const Scop &s) {
 
 /// The kernels that run as one (kernelGroups): a kernel is complete within its blocks when each
 /// of its reductions is stored directly by one block.
-std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &mapped, const EmitOptions &opt) {
+std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &mapped, const EmitOptions &opt,
+                                          std::vector<bool> *warpLocal = nullptr) {
   return kernelGroups(
       s, mapped, [&](const KernelConfig &kc) { return !initNotNeeded(s, kc, opt); },
       [&](const KernelConfig &kc) {
@@ -341,7 +342,8 @@ std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &ma
           if (st->kind == StmtKind::Reduce && returnMode(s, kc, *st, opt) != Return::Direct) return false;
         }
         return true;
-      });
+      },
+      warpLocal);
 }
 
 } // namespace
@@ -409,7 +411,8 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
 
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
-  std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt);
+  std::vector<bool> warpLocal;
+  std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt, &warpLocal);
   // Threads taking vectors of consecutive elements (polyk-bind) read them with one wide access
   // where the tensors are 16-byte aligned: each kernel comes in two instances, the launcher picks.
   bool vectors = false;
@@ -430,7 +433,10 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
       const KernelConfig &kc = s.kernels[group[j]];
       if (j > 0) {
         // Each block reads only what it wrote itself (KernelFusion.cpp): a barrier suffices.
-        o += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
+        if (warpLocal[&group - groups.data()])
+          o += "  __syncwarp(); /* " + kc.name + ", fused: on this warp's own results */\n";
+        else
+          o += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
         o += undefMacros(s) + kernelMacros(s, kc, Dialect::Cuda, promoted, opt);
         runsInside[group[j]] = first.name;
       }
