@@ -330,8 +330,7 @@ std::set<std::string> promotedTensors(const Scop &s) {
 
 /// The kernels that run as one (kernelGroups): a kernel is complete within its blocks when each
 /// of its reductions is stored directly by one block.
-std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &mapped, const EmitOptions &opt,
-                                          std::vector<bool> *warpLocal = nullptr) {
+std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &mapped, const EmitOptions &opt) {
   return kernelGroups(
       s, mapped, [&](const KernelConfig &kc) { return !initNotNeeded(s, kc, opt); },
       [&](const KernelConfig &kc) {
@@ -342,8 +341,7 @@ std::vector<std::vector<size_t>> groupsOf(const Scop &s, const isl::schedule &ma
           if (st->kind == StmtKind::Reduce && returnMode(s, kc, *st, opt) != Return::Direct) return false;
         }
         return true;
-      },
-      warpLocal);
+      });
 }
 
 } // namespace
@@ -411,8 +409,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
 
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
-  std::vector<bool> warpLocal;
-  std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt, &warpLocal);
+  std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt);
   // Threads taking vectors of consecutive elements (polyk-bind) read them with one wide access
   // where the tensors are 16-byte aligned: each kernel comes in two instances, the launcher picks.
   bool vectors = false;
@@ -433,10 +430,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
       const KernelConfig &kc = s.kernels[group[j]];
       if (j > 0) {
         // Each block reads only what it wrote itself (KernelFusion.cpp): a barrier suffices.
-        if (warpLocal[&group - groups.data()])
-          o += "  __syncwarp(); /* " + kc.name + ", fused: on this warp's own results */\n";
-        else
-          o += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
+        o += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
         o += undefMacros(s) + kernelMacros(s, kc, Dialect::Cuda, promoted, opt);
         runsInside[group[j]] = first.name;
       }

@@ -37,12 +37,9 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt);
 /// the same grid and block, each `blockComplete` (its reductions finish inside the block), and
 /// every block of a group reading and writing only what its own block of the earlier parts wrote
 /// or read (KernelFusion.cpp). One group is one __global__ with a barrier between its parts.
-/// `warpLocal`, where given, receives per group whether each warp (blocks 32 threads wide) reads and
-/// writes only what its own warp of the earlier parts wrote or read: __syncwarp then suffices.
 std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule &mapped,
                                               const std::function<bool(const KernelConfig &)> &launched,
-                                              const std::function<bool(const KernelConfig &)> &blockComplete,
-                                              std::vector<bool> *warpLocal = nullptr);
+                                              const std::function<bool(const KernelConfig &)> &blockComplete);
 
 /// The vector loops of a kernel: a thread's innermost loop of V iterations with only statements
 /// in its body (polyk-bind's vector loop). In it:
