@@ -105,7 +105,7 @@ long long columnThreads(long long P, long long V) { return std::min<long long>(3
 
 /// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
 /// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite a combine per
-/// lane: H100, [131072, 1024] over dim 0 with vector[2] (size variants, 2026-11-22): max f16 142
+/// lane: H100, [131072, 1024] over dim 0 with vector[2] (bench/results/2026-11-22-h100-size-variants.txt): max f16 142
 /// -> 120 us, max f32 203 -> 190 us, sum f32 194 -> 190 us; bool gains nothing (89 -> 92 us), and
 /// [64, 128, 768] over dims 0, 1 (8192 rows) nothing either.
 bool tallColumns(const BandShape &b) {
