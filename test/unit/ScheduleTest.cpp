@@ -55,6 +55,22 @@ TEST(Sizes, DefaultsKeepBindsInvariants) {
       EXPECT_EQ(s.tile[1] % (s.block[1] * vector), 0);
       EXPECT_EQ(s.tile[0], s.block[0]);
     }
+  // A y-reduce taking vectors of columns: each thread owns `vector` outputs (tile = block x V on
+  // the parallel dim); wide columns keep every column in one block, tall ones split it.
+  for (long long R : {1024LL, 131072LL})
+    for (int vector : {2, 4, 8}) {
+      BandShape b;
+      b.form = Form::YReduce;
+      b.extent = {131072, R};
+      b.reduced = {false, true};
+      b.contiguous = 0;
+      b.vector = vector;
+      KernelSizes s = defaultSizes(b);
+      SCOPED_TRACE(std::to_string(R) + " vector " + std::to_string(vector));
+      EXPECT_EQ(s.tile[0], s.block[0] * vector);
+      EXPECT_EQ(s.tile[1] % s.block[1], 0);
+      EXPECT_EQ(s.tile[1], R); // 131072 / (32 V) >= 264 column blocks: whole columns
+    }
   for (long long N : {1LL, 3072LL, 16226304LL}) {
     BandShape b;
     b.form = Form::AllReduce;
