@@ -156,6 +156,8 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   std::set<std::string> promoted;
   for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
   VectorReads vr(s, promoted);
+  // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
+  vectors = vectors && !singleThread(kc);
   if (vectors) build = vr.attach(build);
   bool cudaVectors = d == Dialect::Cuda && vectors;
   // Around each vector loop: the loads, then its statements redefined to read the vectors' lanes

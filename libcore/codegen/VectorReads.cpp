@@ -43,7 +43,8 @@ isl::ast_build VectorReads::attach(const isl::ast_build &build) {
     isl::space space = isl::manage(isl_ast_build_get_schedule_space(b.get()));
     unsigned n = (unsigned)isl_space_dim(space.get(), isl_dim_set);
     const ScopStatement *st = s_.statement(sched.domain_tuple_id().name());
-    if (!st || n == 0) return node;
+    // (Instances sharing a schedule point have no iterator map: nothing to vectorise there.)
+    if (!st || n == 0 || !sched.reverse().is_single_valued()) return node;
     Instance in;
     in.stmt = st->name;
     isl_id *laneId = isl_space_get_dim_id(space.get(), isl_dim_set, n - 1);
