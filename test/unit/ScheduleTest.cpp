@@ -24,18 +24,29 @@ TEST(Sizes, RejectsWhatIsNotASizesMap) {
   EXPECT_EQ(parseSizes("{ kernel[1] -> tile[64]; kernel[1] -> block[64] }").at(1).vector, 0); // not given
 }
 
+namespace {
+
+/// A band of `extent` members, the last one reduced (one member: reduced), as analyseBand gives it.
+BandShape band(Form form, std::vector<long long> extent, int contiguous, int vector = 1) {
+  BandShape b;
+  b.form = form;
+  b.reduced.assign(extent.size(), false);
+  b.reduced.back() = true;
+  b.extent = std::move(extent);
+  b.contiguous = contiguous;
+  b.vector = vector;
+  return b;
+}
+
+} // namespace
+
 TEST(Sizes, DefaultsKeepBindsInvariants) {
   // For every shape: tiles are whole multiples of blocks on reduced dims, tile == block on
   // parallel dims, and at most 1024 threads per block.
   for (long long P : {1LL, 7LL, 768LL, 1280LL, 1048576LL})
     for (long long R : {1LL, 5LL, 1000LL, 21128LL, 8192LL})
       for (int contiguous : {0, 1}) {
-        BandShape b;
-        b.form = contiguous == 1 ? Form::XReduce : Form::YReduce;
-        b.extent = {P, R};
-        b.reduced = {false, true};
-        b.contiguous = contiguous;
-        KernelSizes s = defaultSizes(b);
+        KernelSizes s = defaultSizes(band(contiguous == 1 ? Form::XReduce : Form::YReduce, {P, R}, contiguous));
         SCOPED_TRACE(std::to_string(P) + "x" + std::to_string(R) + " contiguous " + std::to_string(contiguous));
         EXPECT_EQ(s.tile[0], s.block[0]);
         EXPECT_EQ(s.tile[1] % s.block[1], 0);
@@ -44,40 +55,23 @@ TEST(Sizes, DefaultsKeepBindsInvariants) {
   // Threads taking vectors: the tile of the contiguous reduced dim holds whole vectors per thread.
   for (long long R : {768LL, 1024LL, 21128LL, 131072LL})
     for (int vector : {1, 4, 8, 16}) {
-      BandShape b;
-      b.form = Form::XReduce;
-      b.extent = {1024, R};
-      b.reduced = {false, true};
-      b.contiguous = 1;
-      b.vector = vector;
-      KernelSizes s = defaultSizes(b);
+      KernelSizes s = defaultSizes(band(Form::XReduce, {1024, R}, 1, vector));
       SCOPED_TRACE(std::to_string(R) + " vector " + std::to_string(vector));
       EXPECT_EQ(s.tile[1] % (s.block[1] * vector), 0);
       EXPECT_EQ(s.tile[0], s.block[0]);
     }
   // A y-reduce taking vectors of columns: each thread owns `vector` outputs (tile = block x V on
-  // the parallel dim); wide columns keep every column in one block, tall ones split it.
+  // the parallel dim); wide columns keep every column in one block.
   for (long long R : {1024LL, 131072LL})
     for (int vector : {2, 4, 8}) {
-      BandShape b;
-      b.form = Form::YReduce;
-      b.extent = {131072, R};
-      b.reduced = {false, true};
-      b.contiguous = 0;
-      b.vector = vector;
-      KernelSizes s = defaultSizes(b);
+      KernelSizes s = defaultSizes(band(Form::YReduce, {131072, R}, 0, vector));
       SCOPED_TRACE(std::to_string(R) + " vector " + std::to_string(vector));
       EXPECT_EQ(s.tile[0], s.block[0] * vector);
       EXPECT_EQ(s.tile[1] % s.block[1], 0);
       EXPECT_EQ(s.tile[1], R); // 131072 / (32 V) >= 264 column blocks: whole columns
     }
   for (long long N : {1LL, 3072LL, 16226304LL}) {
-    BandShape b;
-    b.form = Form::AllReduce;
-    b.extent = {N};
-    b.reduced = {true};
-    b.contiguous = 0;
-    KernelSizes s = defaultSizes(b);
+    KernelSizes s = defaultSizes(band(Form::AllReduce, {N}, 0));
     EXPECT_EQ(s.tile[0] % s.block[0], 0);
     EXPECT_LE(s.block[0], 1024);
   }
