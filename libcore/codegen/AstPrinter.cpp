@@ -129,6 +129,18 @@ std::string iteratorExpr(isl_pw_aff *pa) {
 
 } // namespace
 
+isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor) {
+  if (tensor.shape.empty()) return {};
+  for (const auto &e : tensor.shape)
+    if (!e.param.empty()) return {};
+  // Horner in isl, ((x0 * s1 + x1) * s2 + x2) ..., so isl simplifies the recovery's floor / mod
+  // terms away (x[floor(i/128)][i mod 128][j] becomes x[768 * i + j]).
+  isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), accessMap).release()));
+  isl::pw_aff lin = pma.at(0);
+  for (size_t d = 1; d < tensor.shape.size(); ++d) lin = lin.scale(isl::val(islCtx(), tensor.shape[d].value)).add(pma.at((int)d));
+  return lin;
+}
+
 std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) {
   isl::map m(islCtx(), accessMap);
   if (tensor.shape.empty()) return "0";
@@ -137,14 +149,7 @@ std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) 
   for (const auto &e : tensor.shape) symbolic |= !e.param.empty();
   std::string text;
   if (!symbolic) {
-    // Horner in isl, ((x0 * s1 + x1) * s2 + x2) ..., so isl simplifies the recovery's floor /
-    // mod terms away (x[floor(i/128)][i mod 128][j] becomes x[768 * i + j]).
-    isl_pw_aff *lin = isl_pw_multi_aff_get_pw_aff(pma, 0);
-    for (size_t d = 1; d < tensor.shape.size(); ++d) {
-      lin = isl_pw_aff_scale_val(lin, isl_val_int_from_si(islCtx().get(), tensor.shape[d].value));
-      lin = isl_pw_aff_add(lin, isl_pw_multi_aff_get_pw_aff(pma, (int)d));
-    }
-    text = iteratorExpr(lin);
+    text = iteratorExpr(linearIndexAff(accessMap, tensor).release());
   } else {
     // A symbolic extent times an iterator is not affine: Horner in C over isl's subscripts.
     text = "(polyk_idx)" + iteratorExpr(isl_pw_multi_aff_get_pw_aff(pma, 0));

@@ -38,6 +38,9 @@ std::string roundToStorage(Dialect d, DType t, const std::string &computeValue);
 /// The linearised index of an access map's target element, as a C expression of the domain
 /// iterators (each spelled `(name)`, for use inside a macro).
 std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor);
+/// The same index as an affine function of the domain iterators; null for scalars and symbolic
+/// extents (a symbolic extent times an iterator is not affine).
+isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor);
 
 /// Prints an isl AST. `user` prints a statement call; `mark` may print around a mark's child
 /// (default: the child alone).

@@ -33,17 +33,16 @@ std::string kernelParams(const Scop &s, const std::set<std::string> &shared = {}
   return p;
 }
 
-/// In the aligned instance of a kernel: every tensor starts on a 16-byte boundary (the launcher
-/// checked the user's pointers; cudaMallocAsync aligns temporaries to 256 bytes), which lets nvcc
-/// merge a thread's consecutive accesses into one.
+/// In the aligned instance of a kernel: every written tensor starts on a 16-byte boundary (the
+/// launcher checked the user's pointers; cudaMallocAsync aligns temporaries to 256 bytes), which
+/// lets nvcc merge a thread's consecutive stores into one. Inputs are read with explicit vector
+/// loads (VectorReads): the assumption would cost them `__restrict__`, and with it nvcc's reuse of
+/// their loads across a fused kernel's barriers.
 std::string alignmentAssumptions(const Scop &s, const std::set<std::string> &promoted) {
   std::string o = "  if constexpr (POLYK_ALIGNED) {\n";
   for (const auto &t : s.tensors) {
-    // Inputs are read with explicit vector loads (VectorReads): the assumption would cost them
-    // `__restrict__`, and with it nvcc's reuse of their loads across a fused kernel's barriers.
     if (promoted.count(t.name) || t.role == Role::Input) continue;
-    o += "    " + t.name + " = (" + (t.role == Role::Input ? "const " : "") + cudaStorageType(t.type) +
-         " *)__builtin_assume_aligned(" + t.name + ", 16);\n";
+    o += "    " + t.name + " = (" + cudaStorageType(t.type) + " *)__builtin_assume_aligned(" + t.name + ", 16);\n";
   }
   return o + "  }\n";
 }
@@ -123,6 +122,12 @@ int unrollFactor(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) 
 /// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
+std::set<std::string> promotedTensors(const Scop &s) {
+  std::set<std::string> promoted;
+  for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
+  return promoted;
+}
+
 std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
                          const EmitOptions &opt, const ReadOverride &read = nullptr, const std::string &only = "",
                          const std::string &lane = "");
@@ -153,8 +158,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
   isl::ast_build build = isl::ast_build::from_context(mappingContext({kc}));
-  std::set<std::string> promoted;
-  for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
+  std::set<std::string> promoted = promotedTensors(s);
   VectorReads vr(s, promoted);
   // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
   vectors = vectors && !singleThread(kc);
@@ -169,10 +173,11 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     int trip = VectorReads::constantTrip(loop);
     bool unrolled = d == Dialect::Cuda && printer.loopPrefix.empty() && trip > 1 &&
                     ((fused && trip <= kUnrollFused) || !vl.laneReductions.empty());
-    std::string unroll = unrolled ? std::string(2 * indent, ' ') + "#pragma unroll\n" : "";
+    std::string pad(2 * indent, ' ');
+    std::string unroll = unrolled ? pad + "#pragma unroll\n" : "";
     if (vl.reads.empty() && vl.laneReductions.empty()) return {unroll, ""};
     std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(loop.get())).get());
-    std::string pad(2 * indent, ' '), pro, epi;
+    std::string pro, epi;
     std::map<std::pair<std::string, size_t>, std::string> lane;
     std::set<std::string> stmts(vl.laneReductions.begin(), vl.laneReductions.end());
     for (const auto &r : vl.reads) {
@@ -322,12 +327,6 @@ bool initNotNeeded(const Scop &s, const KernelConfig &init, const EmitOptions &o
     if (!direct) return false;
   }
   return !init.statements.empty();
-}
-
-std::set<std::string> promotedTensors(const Scop &s) {
-  std::set<std::string> promoted;
-  for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
-  return promoted;
 }
 
 /// The kernels that run as one (kernelGroups): a kernel is complete within its blocks when each

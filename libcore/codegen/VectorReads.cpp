@@ -21,18 +21,6 @@ namespace polyk::codegen {
 
 namespace {
 
-/// The linear index of `access` (domain -> tensor element) as an affine function of the domain,
-/// or null for symbolic extents (not affine) and scalars.
-isl::pw_aff linearIndexAff(const std::string &access, const TensorDecl &t) {
-  if (t.shape.empty()) return {};
-  for (const auto &e : t.shape)
-    if (!e.param.empty()) return {};
-  isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), access).release()));
-  isl::pw_aff lin = pma.at(0);
-  for (size_t d = 1; d < t.shape.size(); ++d) lin = lin.scale(isl::val(islCtx(), t.shape[d].value)).add(pma.at((int)d));
-  return lin;
-}
-
 const char *kAnnotation = "polyk_vector_reads";
 
 } // namespace
