@@ -7,6 +7,8 @@ dtype pairs sum / max over f32, f16, i32 and logical-and over bool. Suite 2: Pan
 sub-graphs (Table 2), softmax and layer norm over [8192, 768] and [64, 128, 768].
 
 `python3 bench/cases.py DIR` writes DIR/<case>.yaml and prints the number of cases.
+POLYK_BENCH_EXTRA="op:dtype:RxC:dims,..." (e.g. sum:f32:1280x21120:0) adds single reductions for
+experiments (size variants) to both suites' cases.
 """
 import os
 import sys
@@ -112,8 +114,18 @@ def subgraph_cases(root):
     return out
 
 
+def extra_cases():
+    out = []
+    for spec in filter(None, os.environ.get("POLYK_BENCH_EXTRA", "").split(",")):
+        op, dtype, shape, dims = spec.split(":")
+        shape = [int(e) for e in shape.split("x")]
+        name = f"{op}_{dtype}_{'x'.join(map(str, shape))}_d{dims}"
+        out.append(reduction(name, shape, [int(d) for d in dims], dtype, op))
+    return out
+
+
 def all_cases(root):
-    return single_cases() + subgraph_cases(root)
+    return single_cases() + subgraph_cases(root) + extra_cases()
 
 
 def main():

@@ -119,9 +119,6 @@ int unrollFactor(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) 
   return std::max(4, 16 / narrowest);
 }
 
-/// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
-/// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
-/// runs alone, every live thread combines its partial into the output itself.
 std::set<std::string> promotedTensors(const Scop &s) {
   std::set<std::string> promoted;
   for (const auto &k : s.kernels) promoted.insert(k.promoted.begin(), k.promoted.end());
@@ -131,6 +128,66 @@ std::set<std::string> promotedTensors(const Scop &s) {
 std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,
                          const EmitOptions &opt, const ReadOverride &read = nullptr, const std::string &only = "",
                          const std::string &lane = "");
+
+bool castsToHalf(const ExprPtr &e) {
+  if (e->kind == Expr::Kind::Call) {
+    auto t = parseDType(e->text);
+    if (t && (*t == DType::F16 || *t == DType::BF16)) return true;
+  }
+  for (const auto &a : e->args)
+    if (castsToHalf(a)) return true;
+  return false;
+}
+
+/// True when a statement of the kernel rounds to f16 / bf16 at every element: a cast in its
+/// body, an element-wise write of an f16 / bf16 tensor, or accumulation in the input type.
+bool roundsToHalfPerElement(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) {
+  auto half = [](DType t) { return t == DType::F16 || t == DType::BF16; };
+  for (const auto &name : kc.statements) {
+    const ScopStatement *st = s.statement(name);
+    if (st->kind == StmtKind::Init) continue;
+    DType out = s.tensor(outputOf(s, *st))->type;
+    if (half(out) && (st->kind == StmtKind::Assign || opt.accumulate == "input")) return true;
+    if (castsToHalf(parseExpr(st->body))) return true;
+  }
+  return false;
+}
+
+/// The inputs whose vector loads in kernel `kc` are streaming (polyk::load_vec<V, true>: no L1
+/// allocation, evict-first in L2). `auto` (EmitOptions::streamLoads) takes an input when
+///  - the program reads each element once: one statement reads it, at one index (softmax and
+///    layer norm read x in three parts, which then reread it from a cache: 24 -> 38 us streamed);
+///  - the program's inputs total at most kStreamMaxBytes: on the H100 the hint made reads of
+///    32 MiB to 256 MiB 4-24% faster (the lines of the previous kernels stay in L2) and those of
+///    512 MiB and more 2-4% slower (bench/results, 2026-11-22, load hints);
+///  - no statement of the kernel rounds to f16 / bf16 per element: ptxas then issued the hinted
+///    loads one at a time instead of together (sg2, SASS: 50 -> 76 us).
+/// `all` takes every input, `off` none.
+std::set<std::string> streamedTensors(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) {
+  constexpr long long kStreamMaxBytes = 256ll << 20;
+  std::set<std::string> out;
+  if (opt.streamLoads == "off") return out;
+  // Per tensor, its distinct (statement, access) pairs: `x(i, j) * x(i, j)` reads each element once.
+  std::map<std::string, std::vector<isl::map>> reads;
+  for (const auto &st : s.statements)
+    for (const auto &r : st.reads) {
+      isl::map m(islCtx(), r);
+      auto &seen = reads[m.range_tuple_id().name()];
+      if (std::none_of(seen.begin(), seen.end(), [&](const isl::map &o) { return o.is_equal(m); })) seen.push_back(m);
+    }
+  long long inputBytes = 0;
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Input) inputBytes += t.elements() * dtypeBytes(t.type);
+  bool all = opt.streamLoads == "all";
+  if (!all && (inputBytes > kStreamMaxBytes || roundsToHalfPerElement(s, kc, opt))) return out;
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Input && (all || reads[t.name].size() == 1)) out.insert(t.name);
+  return out;
+}
+
+/// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
+/// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
+/// runs alone, every live thread combines its partial into the output itself.
 
 /// `vectors`: the kernel comes in aligned and unaligned instances (POLYK_ALIGNED), and its vector
 /// loops read with vector loads in the aligned one (VectorReads); a reduction whose thread owns a
@@ -159,6 +216,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
   isl::ast_build build = isl::ast_build::from_context(mappingContext({kc}));
   std::set<std::string> promoted = promotedTensors(s);
+  std::set<std::string> streamed = streamedTensors(s, kc, opt);
   VectorReads vr(s, promoted);
   // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
   vectors = vectors && !singleThread(kc);
@@ -183,7 +241,8 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     for (const auto &r : vl.reads) {
       std::string v = "v_" + r.stmt + "_" + std::to_string(r.access), T = cudaStorageType(s.tensor(r.tensor)->type);
       std::string vec = "polyk::Vec<" + T + ", " + std::to_string(vl.lanes) + ">";
-      pro += pad + "const " + vec + " " + v + " = POLYK_ALIGNED ? polyk::load_vec<" + std::to_string(vl.lanes) + ">(" + r.tensor +
+      pro += pad + "const " + vec + " " + v + " = POLYK_ALIGNED ? polyk::load_vec<" + std::to_string(vl.lanes) +
+             (streamed.count(r.tensor) ? ", true" : "") + ">(" + r.tensor +
              " + (" + r.base + ")) : " + vec + "{};\n";
       lane[{r.stmt, r.access}] = v + "[" + it + "]";
       stmts.insert(r.stmt);

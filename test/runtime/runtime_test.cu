@@ -740,6 +740,44 @@ void test_ordered_block(double tol) {
 }
 
 // ---------------------------------------------------------------------------
+// ---------------------------------------------------------------------------
+// load_vec: plain and streaming vector loads return the V elements at p, bit for bit
+// ---------------------------------------------------------------------------
+template <class T, int V, bool Stream>
+__global__ void k_load_vec(const T* __restrict__ in, T* out, int nvec) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= nvec) return;
+  const Vec<T, V> v = load_vec<V, Stream>(in + (size_t)i * V);
+  for (int l = 0; l < V; ++l) out[(size_t)i * V + l] = v[l];
+}
+
+template <class T, int V, bool Stream>
+void test_load_vec() {
+  const int nvec = 1000;  // not a multiple of the block
+  const size_t n = (size_t)nvec * V, bytes = n * sizeof(T);
+  std::vector<unsigned char> h(bytes), back(bytes, 0);
+  for (auto& b : h) b = (unsigned char)(g_rng() & (std::is_same<T, bool>::value ? 1 : 0xFF));
+  T *din = nullptr, *dout = nullptr;
+  CK(cudaMalloc(&din, bytes));
+  CK(cudaMalloc(&dout, bytes));
+  CK(cudaMemcpy(din, h.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dout, 0, bytes));
+  k_load_vec<T, V, Stream><<<(nvec + 127) / 128, 128>>>(din, dout, nvec);
+  CK_LAUNCH();
+  CK(cudaMemcpy(back.data(), dout, bytes, cudaMemcpyDeviceToHost));
+  CK(cudaFree(din));
+  CK(cudaFree(dout));
+  size_t bad = 0;
+  for (size_t k = 0; k < bytes; ++k) bad += back[k] != h[k];
+  report(bad == 0, std::string("load_vec<") + std::to_string(V) + (Stream ? ", stream> " : "> ") + tname<T>(), (double)bad);
+}
+
+template <class T, int V>
+void test_load_vec_both() {
+  test_load_vec<T, V, false>();
+  test_load_vec<T, V, true>();
+}
+
 int main() {
   int ndev = 0;
   CK(cudaGetDeviceCount(&ndev));
@@ -799,6 +837,17 @@ int main() {
   test_ordered_block<OpAnd, bool, bool, 256, 1, 0>(0.0);
   test_ordered_block<OpOr, bool, bool, 8, 32, 1>(0.0);
   test_ordered_block<OpSum, float, __half, 64, 4, 0>(0.13);
+
+  test_load_vec_both<float, 1>();
+  test_load_vec_both<float, 2>();
+  test_load_vec_both<float, 4>();
+  test_load_vec_both<__half, 2>();
+  test_load_vec_both<__half, 8>();
+  test_load_vec_both<__nv_bfloat16, 4>();
+  test_load_vec_both<int32_t, 4>();
+  test_load_vec_both<double, 2>();
+  test_load_vec_both<bool, 16>();
+  test_load_vec_both<bool, 4>();
 
   finish_and_exit(g_fail == 0 ? 0 : 1);
 }

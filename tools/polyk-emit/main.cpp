@@ -36,6 +36,11 @@ int main(int argc, char **argv) {
                         "read (at least 4), N = #pragma unroll N")
              ->check(CLI::Range(0, 64))
              ->capture_default_str();
+         app.add_option("--stream-loads", opts.streamLoads,
+                        "streaming vector loads (no L1 allocation, evict-first in L2): auto (inputs read once, "
+                        "where they measured faster), all, or off")
+             ->check(CLI::IsMember({"auto", "all", "off"}))
+             ->capture_default_str();
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },

@@ -32,6 +32,10 @@ struct EmitOptions {
   /// measured best on the H100 (bench/results, variants u1 / u16 / auto); 0 picks 16 bytes' worth of
   /// the narrowest element read (at least 4); N > 1 asks `#pragma unroll N`.
   int unroll = 1;
+  /// Vector loads of inputs the program reads once: auto (streaming loads, no L1 allocation and
+  /// evict-first in L2, where they measured faster on the H100: EmitCuda.cpp, streamedTensors),
+  /// all (every input's), off (none).
+  std::string streamLoads = "auto";
   int repetitions = 100;           // timed runs of the CUDA harness
   std::string sourceName;          // name of the .cu written, for kernel/1
 };

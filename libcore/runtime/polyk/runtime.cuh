@@ -357,18 +357,40 @@ __device__ __forceinline__ void atomic_combine(T* addr, T val) {
 // `p[base + lane]` with `p + base` aligned to the vector's size (EmitCuda.cpp proves it with
 // isl); nvcc's own vectoriser does not merge __half loads, nor keeps `__restrict__` through
 // __builtin_assume_aligned (which let it reuse loads across a fused kernel's barriers).
+// `Stream`: the program reads these elements once, so the load allocates nothing in L1 and
+// marks its L2 lines evict-first (what Triton's eviction_policy='evict_first' emits), leaving
+// the lines other kernels wrote or will read in L2 (EmitCuda.cpp, streamedTensors).
 template <class T, int V>
 struct Vec {
   alignas(sizeof(T) * V) T v[V];
   __device__ __forceinline__ T operator[](int i) const { return v[i]; }
 };
 
-template <int V, class T>
+template <int V, bool Stream = false, class T>
 __device__ __forceinline__ Vec<T, V> load_vec(const T* p) {
   constexpr int B = int(sizeof(T)) * V;
   static_assert(B == 4 || B == 8 || B == 16, "polyk: a vector load is 4, 8 or 16 bytes");
   using W = std::conditional_t<B == 16, uint4, std::conditional_t<B == 8, uint2, unsigned int>>;
-  const W w = *reinterpret_cast<const W*>(p);
+  W w;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Stream) {
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    if constexpr (B == 16)
+      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+          : "l"(p), "l"(policy));
+    else if constexpr (B == 8)
+      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+          : "=r"(w.x), "=r"(w.y)
+          : "l"(p), "l"(policy));
+    else
+      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w) : "l"(p), "l"(policy));
+  } else
+#endif
+  {
+    w = *reinterpret_cast<const W*>(p);
+  }
   Vec<T, V> r;
   memcpy(&r, &w, B);
   return r;
