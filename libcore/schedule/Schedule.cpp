@@ -106,8 +106,8 @@ long long columnThreads(long long P, long long V) { return std::min<long long>(3
 /// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
 /// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite a combine per
 /// lane: H100, [131072, 1024] over dim 0 with vector[2] (bench/results/2026-11-22-h100-size-variants.txt): max f16 142
-/// -> 120 us, max f32 203 -> 190 us, sum f32 194 -> 190 us; bool gains nothing (89 -> 92 us), and
-/// [64, 128, 768] over dims 0, 1 (8192 rows) nothing either.
+/// -> 120 us, max f32 203 -> 190 us, sum f32 194 -> 190 us; [64, 128, 768] over dims 0, 1 (8192
+/// rows) gains nothing. Bool takes four (vectorWidth).
 bool tallColumns(const BandShape &b) {
   for (size_t m = 0; m < b.extent.size(); ++m)
     if (b.reduced[m] && b.extent[m] >= 32768) return true;
@@ -144,7 +144,10 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
     return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
-  if (columns && v == 1 && narrowest >= 2 && P % 2 == 0 && tallColumns(shape)) return 2;
+  // Tall columns: 4 bytes a row for 1-byte elements (bool [131072, 1024] over dim 0: 88.6 ->
+  // 72.4 us with vector[4] and 528 blocks; vector[8] and [16] were slower, 108-170 us), else 2.
+  int tall = narrowest >= 2 ? 2 : 4;
+  if (columns && v == 1 && P % tall == 0 && tallColumns(shape)) return tall;
   return v;
 }
 
@@ -312,9 +315,11 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long colBlocks = ceilDiv(P, bx * V);
     // Wide columns with vectors: 2 blocks per SM fill the machine (more bytes in flight per
     // thread), which the columns alone give (vectorWidth), so no column is split (its partials
-    // would cost a combine per lane). Otherwise about 8 blocks per SM, over V.
+    // would cost a combine per lane). Tall columns with vectors: about 4 blocks per SM (bool
+    // [131072, 1024] over dim 0 with vector[4]: 264 blocks 88.3 us, 528 blocks 72.4 us). Otherwise
+    // about 8.
     bool wide = V > 1 && colBlocks >= 2 * smBlocks;
-    long long target = wide ? 2 * smBlocks : 8 * smBlocks / V;
+    long long target = wide ? 2 * smBlocks : V > 1 ? 4 * smBlocks : 8 * smBlocks;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));
     s.block[par] = bx;
     s.block[red] = by;
