@@ -96,17 +96,15 @@ template <class F> POLYK_HD bool sign_bit(F x) {
   if constexpr (sizeof(F) == 4) return (bit_cast<uint32_t>(x) >> 31) != 0;
   else return (bit_cast<uint64_t>(x) >> 63) != 0;
 }
-// true if max(a, b) is a (NaN = missing, -0 < +0).
+// true if max(a, b) is a (NaN = missing, -0 < +0): a > b or b is NaN; else not when b > a or a
+// is NaN; else (equal) a when it is +0. Bitwise, not short-circuit, so it compiles to predicates
+// and selects: branches here made every step of a warp's shuffle reduction diverge and reconverge.
 template <class F> POLYK_HD bool max_picks_a(F a, F b) {
-  if (a > b || is_nan(b)) return true;
-  if (b > a || is_nan(a)) return false;
-  return !sign_bit(a);  // equal: prefer +0
+  return (a > b) | is_nan(b) | (!(b > a) & !is_nan(a) & !sign_bit(a));
 }
-// true if min(a, b) is a (NaN = missing, -0 < +0).
+// true if min(a, b) is a (NaN = missing, -0 < +0), as max_picks_a.
 template <class F> POLYK_HD bool min_picks_a(F a, F b) {
-  if (a < b || is_nan(b)) return true;
-  if (b < a || is_nan(a)) return false;
-  return sign_bit(a);  // equal: prefer -0
+  return (a < b) | is_nan(b) | (!(b < a) & !is_nan(a) & sign_bit(a));
 }
 
 // Arithmetic type used for integer wrap-around (never narrower than unsigned).
