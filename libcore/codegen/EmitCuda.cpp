@@ -129,6 +129,7 @@ std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const
                          const EmitOptions &opt, const ReadOverride &read = nullptr, const std::string &only = "",
                          const std::string &lane = "");
 
+/// True when `e` casts to f16 / bf16 somewhere.
 bool castsToHalf(const ExprPtr &e) {
   if (e->kind == Expr::Kind::Call) {
     auto t = parseDType(e->text);
@@ -158,8 +159,9 @@ bool roundsToHalfPerElement(const Scop &s, const KernelConfig &kc, const EmitOpt
 ///  - the program reads each element once: one statement reads it, at one index (softmax and
 ///    layer norm read x in three parts, which then reread it from a cache: 24 -> 38 us streamed);
 ///  - the program's inputs total at most kStreamMaxBytes: on the H100 the hint made reads of
-///    32 MiB to 256 MiB 4-24% faster (the lines of the previous kernels stay in L2) and those of
-///    512 MiB and more 2-4% slower (bench/results, 2026-11-22, load hints);
+///    32 MB to 128 MB 7-28% faster (the lines of the previous kernels stay in L2), those of
+///    256 MiB -1% to +4%, and those of 512 MiB and more 2-4% slower
+///    (bench/results/2026-11-22-h100-load-hints.txt);
 ///  - no statement of the kernel rounds to f16 / bf16 per element: ptxas then issued the hinted
 ///    loads one at a time instead of together (sg2, SASS: 50 -> 76 us).
 /// `all` takes every input, `off` none.
@@ -188,7 +190,6 @@ std::set<std::string> streamedTensors(const Scop &s, const KernelConfig &kc, con
 /// Declarations, AST body and reduction epilogue of one kernel, in `d`. For CUDA the epilogue is
 /// Parts 2 and 3 (block reduction, one atomic per block); for the C emulation, where each thread
 /// runs alone, every live thread combines its partial into the output itself.
-
 /// `vectors`: the kernel comes in aligned and unaligned instances (POLYK_ALIGNED), and its vector
 /// loops read with vector loads in the aligned one (VectorReads); a reduction whose thread owns a
 /// vector of outputs (a y-reduce's columns) keeps an accumulator per lane, in both dialects.
