@@ -282,6 +282,29 @@ __device__ __forceinline__ void exch_if_different(T* addr, T target) {
   atomicExch(p, t);
 }
 
+// Max / min of float or double without a CAS loop: a non-negative value orders like its bits
+// as a signed integer (max -> atomicMax, min -> atomicMin), a negative one inversely to its bits
+// as an unsigned integer (max -> atomicMin, min -> atomicMax), and each ordering also places the
+// other sign correctly (+0 above -0). NaN is missing data: a NaN value
+// changes nothing, and a NaN found in memory (which the integer order may have kept) is
+// replaced through the CAS loop.
+template <class Op, class T>
+__device__ __forceinline__ void float_minmax_atomic(T* addr, T val) {
+  using S = std::conditional_t<sizeof(T) == 4, int, long long>;
+  using U = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+  if (is_nan(val)) return;
+  constexpr bool is_max = std::is_same_v<Op, OpMax>;
+  T old;
+  if (!sign_bit(val)) {  // a non-negative value: signed order of the bits
+    if constexpr (is_max) old = bit_cast<T>(atomicMax(reinterpret_cast<S*>(addr), bit_cast<S>(val)));
+    else old = bit_cast<T>(atomicMin(reinterpret_cast<S*>(addr), bit_cast<S>(val)));
+  } else {
+    if constexpr (is_max) old = bit_cast<T>(atomicMin(reinterpret_cast<U*>(addr), bit_cast<U>(val)));
+    else old = bit_cast<T>(atomicMax(reinterpret_cast<U*>(addr), bit_cast<U>(val)));
+  }
+  if (is_nan(old)) cas_combine<Op>(addr, val);
+}
+
 }  // namespace detail
 
 // *addr = Op::apply(*addr, val), atomically.  All 7 types x 6 ops.
@@ -334,6 +357,9 @@ __device__ __forceinline__ void atomic_combine(T* addr, T val) {
                                  std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>>;
     if constexpr (std::is_same_v<Op, OpMax>) atomicMax(reinterpret_cast<S*>(addr), S(val));
     else atomicMin(reinterpret_cast<S*>(addr), S(val));
+  } else if constexpr ((std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpMin>) &&
+                       (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    float_minmax_atomic<Op>(addr, val);
   } else if constexpr (sizeof(T) == 2) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
     subword_cas_combine<Op>(addr, val);
