@@ -285,9 +285,8 @@ __device__ __forceinline__ void exch_if_different(T* addr, T target) {
 // Max / min of float or double without a CAS loop: a non-negative value orders like its bits
 // as a signed integer (max -> atomicMax, min -> atomicMin), a negative one inversely to its bits
 // as an unsigned integer (max -> atomicMin, min -> atomicMax), and each ordering also places the
-// other sign correctly (+0 above -0). NaN is missing data: a NaN value
-// changes nothing, and a NaN found in memory (which the integer order may have kept) is
-// replaced through the CAS loop.
+// other sign correctly (+0 above -0). NaN is missing data: a NaN value changes nothing, and a
+// NaN found in memory (which the integer order may have kept) is replaced through the CAS loop.
 template <class Op, class T>
 __device__ __forceinline__ void float_minmax_atomic(T* addr, T val) {
   using S = std::conditional_t<sizeof(T) == 4, int, long long>;
