@@ -86,7 +86,7 @@ Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st
   DType out = s.tensor(outputOf(s, st))->type;
   // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end (unless the
   // input type is asked for: then Panamera's f16 / bf16 atomics).
-  bool lowPrecision = (out == DType::F16 || out == DType::BF16) && opt.accumulate == "f32";
+  bool lowPrecision = isHalf(out) && opt.accumulate == "f32";
   // bool has no atomics of its size (Panamera §5.2): its blocks combine in order too. So does a
   // single output (an all-reduce): one kernel instead of an initialisation and the atomics, 1 to 2
   // us less at the launch floor, and deterministic (H100: sg5 6.5 -> 5.8 us, sg6 6.5 -> 5.8 us).
@@ -133,7 +133,7 @@ std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const
 bool castsToHalf(const ExprPtr &e) {
   if (e->kind == Expr::Kind::Call) {
     auto t = parseDType(e->text);
-    if (t && (*t == DType::F16 || *t == DType::BF16)) return true;
+    if (t && isHalf(*t)) return true;
   }
   for (const auto &a : e->args)
     if (castsToHalf(a)) return true;
@@ -143,12 +143,11 @@ bool castsToHalf(const ExprPtr &e) {
 /// True when a statement of the kernel rounds to f16 / bf16 at every element: a cast in its
 /// body, an element-wise write of an f16 / bf16 tensor, or accumulation in the input type.
 bool roundsToHalfPerElement(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) {
-  auto half = [](DType t) { return t == DType::F16 || t == DType::BF16; };
   for (const auto &name : kc.statements) {
     const ScopStatement *st = s.statement(name);
     if (st->kind == StmtKind::Init) continue;
     DType out = s.tensor(outputOf(s, *st))->type;
-    if (half(out) && (st->kind == StmtKind::Assign || opt.accumulate == "input")) return true;
+    if (isHalf(out) && (st->kind == StmtKind::Assign || opt.accumulate == "input")) return true;
     if (castsToHalf(parseExpr(st->body))) return true;
   }
   return false;
@@ -217,12 +216,13 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
   isl::ast_build build = isl::ast_build::from_context(mappingContext({kc}));
   std::set<std::string> promoted = promotedTensors(s);
-  std::set<std::string> streamed = streamedTensors(s, kc, opt);
   VectorReads vr(s, promoted);
   // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
   vectors = vectors && !singleThread(kc);
   if (vectors) build = vr.attach(build);
   bool cudaVectors = d == Dialect::Cuda && vectors;
+  // Vector loads exist only there (the C emulation reads element by element).
+  std::set<std::string> streamed = cudaVectors ? streamedTensors(s, kc, opt) : std::set<std::string>{};
   // Around each vector loop: the loads, then its statements redefined to read the vectors' lanes
   // (in the aligned instance) and to accumulate per lane, and their own definitions back after it.
   printer.around = [&](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {

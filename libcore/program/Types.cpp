@@ -30,6 +30,7 @@ const char *dtypeName(DType t) {
 }
 
 bool isFloat(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; }
+bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
 bool isInteger(DType t) { return t == DType::I32 || t == DType::I64; }
 
 int dtypeBytes(DType t) {
@@ -45,7 +46,7 @@ int dtypeBytes(DType t) {
   return 0;
 }
 
-DType computeType(DType t) { return (t == DType::F16 || t == DType::BF16) ? DType::F32 : t; }
+DType computeType(DType t) { return isHalf(t) ? DType::F32 : t; }
 
 DType promote(DType a, DType b) {
   a = computeType(a);

@@ -13,6 +13,7 @@ enum class DType { Bool, I32, I64, F16, BF16, F32, F64 };
 std::optional<DType> parseDType(const std::string &name);
 const char *dtypeName(DType t);
 bool isFloat(DType t);
+bool isHalf(DType t);    // f16, bf16: stored in 2 bytes, computed in f32
 bool isInteger(DType t); // i32, i64
 int dtypeBytes(DType t);
 /// Type in which values of `t` are computed (f16 / bf16 -> f32).
