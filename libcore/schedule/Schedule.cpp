@@ -196,7 +196,6 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
 
 namespace {
 
-
 /// Inserts a sequence where a leaf holds a reduction with other statements, so each reduction has
 /// its own leaf, and a
 /// `reduction` mark above each of those leaves (Panamera §5: the mark asks the code generator to
@@ -248,7 +247,6 @@ KernelSizes defaultSizes(const BandShape &b) {
   // the H100's 132 SMs streaming. Block counts measured by bench/sweep.sh (docs/sizes.md):
   // 528 blocks of 512 threads for an all-reduce, about 1024 blocks for a y-reduce, and a whole
   // short row in one block.
-  const long long smBlocks = kSMs;
   KernelSizes s;
   size_t n = b.extent.size();
   s.tile.assign(n, 1);
@@ -258,7 +256,7 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long e = b.extent[0];
     long long threads = b.reduced[0] ? 512 : 256;
     threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
-    long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * smBlocks));
+    long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * kSMs));
     if (!b.reduced[0]) {
       perThread = std::min<long long>(perThread, 4);
     } else if (e <= threads * 16 * b.vector) {
@@ -266,13 +264,13 @@ KernelSizes defaultSizes(const BandShape &b) {
     } else {
       // At least 4 vectors a thread while that leaves a block per SM: a block reduction and a
       // partial per 2 KB read cost more than the reads at mid sizes (1M elements: 128 blocks).
-      perThread = std::max(perThread, std::min<long long>(4 * b.vector, ceilDiv(e, threads * smBlocks)));
+      perThread = std::max(perThread, std::min<long long>(4 * b.vector, ceilDiv(e, threads * kSMs)));
       perThread = roundUp(perThread, b.vector); // whole vectors
       // Fewer than 2 blocks of 512 per SM leave SMs idle or half fed (1M elements: 128 blocks on
       // 132 SMs): blocks of 256 with the same work per thread, twice as many (H100, run C of
       // bench/results/2026-11-22-h100-size-variants.txt:
       // max f32 10.5 -> 9.4 us, sum i32 8.9 -> 8.3 us, sum f32 9.1 -> 8.8 us).
-      if (threads == 512 && ceilDiv(e, threads * perThread) < 2 * smBlocks) threads = 256;
+      if (threads == 512 && ceilDiv(e, threads * perThread) < 2 * kSMs) threads = 256;
     }
     s.block[0] = threads;
     s.tile[0] = threads * perThread;
@@ -290,16 +288,16 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long V = red == b.contiguous ? b.vector : 1;
     // Long rows: 512 threads a row, or 256 where the rows outnumber the 4 blocks of 512 an SM
     // holds, so one wave of 8 per SM covers them (768 rows of 21128: 1.45 waves of 512).
-    long long bx = R < 2048 ? std::min<long long>(32, pow2Ceil(ceilDiv(R, V))) : P > 4 * smBlocks ? 256 : 512;
+    long long bx = R < 2048 ? std::min<long long>(32, pow2Ceil(ceilDiv(R, V))) : P > 4 * kSMs ? 256 : 512;
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
-    if (R < 2048 && P < smBlocks) {
+    if (R < 2048 && P < kSMs) {
       // Few short rows ([40, 20, 10, 5] over dims 0, 2, 3: 20 rows of 2000) would leave most SMs
       // idle: a block of up to 512 threads per row instead.
       bx = std::min<long long>(512, pow2Ceil(ceilDiv(R, V)));
       by = std::min(pow2Ceil(P), std::max<long long>(1, 256 / bx));
     }
-    long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * smBlocks, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
+    long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * kSMs, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
     s.block[red] = bx;
     s.block[par] = by;
     s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx * V);
@@ -318,8 +316,8 @@ KernelSizes defaultSizes(const BandShape &b) {
     // would cost a combine per lane). Tall columns with vectors: about 4 blocks per SM (bool
     // [131072, 1024] over dim 0 with vector[4]: 264 blocks 88.3 us, 528 blocks 72.4 us). Otherwise
     // about 8.
-    bool wide = V > 1 && colBlocks >= 2 * smBlocks;
-    long long target = wide ? 2 * smBlocks : V > 1 ? 4 * smBlocks : 8 * smBlocks;
+    bool wide = V > 1 && colBlocks >= 2 * kSMs;
+    long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));
     s.block[par] = bx;
     s.block[red] = by;
