@@ -87,11 +87,14 @@ Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st
   // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end (unless the
   // input type is asked for: then Panamera's f16 / bf16 atomics).
   bool lowPrecision = isHalf(out) && opt.accumulate == "f32";
-  // bool has no atomics of its size (Panamera §5.2): its blocks combine in order too. So does a
-  // single output (an all-reduce): one kernel instead of an initialisation and the atomics, 1 to 2
-  // us less at the launch floor, and deterministic (H100: sg5 6.5 -> 5.8 us, sg6 6.5 -> 5.8 us).
+  // A single output (an all-reduce) combines in order: one kernel instead of an initialisation and
+  // the atomics, 1 to 2 us less at the launch floor, and deterministic (H100: sg5 6.5 -> 5.8 us,
+  // sg6 6.5 -> 5.8 us). bool has no atomics of its size (Panamera §5.2), but and / or are atomic on
+  // the 32-bit word holding the byte (atomic_combine), with no combine at the end of the kernel:
+  // H100, and_bool [131072, 1024] over dim 0 66.8 -> 61.8 us, [64, 128, 768] over dims 0, 1 12.5 ->
+  // 11.7 us, [1024, 1024] over dim 0 unchanged (bench/results/2026-11-22-h100-epilogue.txt).
   bool singleOutput = s.tensor(outputOf(s, st))->elements() == 1;
-  if (opt.determinism == "run_to_run" || lowPrecision || out == DType::Bool || singleOutput) return Return::Ordered;
+  if (opt.determinism == "run_to_run" || lowPrecision || singleOutput) return Return::Ordered;
   return Return::Atomic;
 }
 
@@ -290,6 +293,20 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
     int lanes = vr.lanesOf(n);
     std::string pad = "  ", l;
+    // A y-reduce's lanes reduce over the block together (one shared-memory pass), and an ordered
+    // return combines them together (one fence and one count per block): per lane, these cost
+    // more than the vectors save (bench/results/2026-11-22-h100-epilogue.txt).
+    bool laneBlock = d == Dialect::Cuda && lanes > 1 && kc.reduceAxis == "y";
+    std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
+    if (laneBlock) {
+      o += "  polyk::block_reduce_y_lanes<" + op + ", " + dims + ", " + std::to_string(lanes) + ">(acc_" + n + ");\n";
+      if (returnMode(s, kc, *st, opt) == Return::Ordered) {
+        o += "  polyk::ordered_combine_block_lanes<" + op + ", " + dims + ", " + std::to_string(lanes) + ">(partials_" + n +
+             ", counter_" + n + ", (int)(" + blocksPerOutput(kc) + "), (int)b_" + kc.reduceBlockAxis + ", t_y == 0 && live_" + n +
+             ", oidx_" + n + ", acc_" + n + ", " + out.name + ");\n";
+        continue;
+      }
+    }
     if (lanes > 1) {
       // The epilogue once per lane (its block reductions and combines in turn).
       o += std::string(d == Dialect::Cuda ? "#pragma unroll\n" : "") + "  for (int l_" + n + " = 0; l_" + n + " < " +
@@ -309,9 +326,10 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
         o += pad + "  " + out.name + "[" + oidxL + "] = " + storeValue(Dialect::C, out.type, slot) + ";\n";
       o += pad + "}\n";
     } else {
-      std::string dims = T + ", " + std::to_string(bx) + ", " + std::to_string(by);
       std::string value = accL, leader = "live_" + n;
-      if (kc.reduceAxis == "x" || kc.reduceAxis == "y") {
+      if (laneBlock) {
+        leader = "t_y == 0 && " + leader;
+      } else if (kc.reduceAxis == "x" || kc.reduceAxis == "y") {
         o += pad + "const " + T + " block_" + n + " = polyk::block_reduce_" + kc.reduceAxis + "<" + op + ", " + dims + ">(" + accL + ");\n";
         value = "block_" + n;
         leader = "t_" + kc.reduceAxis + " == 0 && " + leader;

@@ -739,6 +739,60 @@ void test_ordered_block(double tol) {
   CK(cudaFree(dcnt));
 }
 
+// ordered_combine_block_lanes: the same with V outputs per thread (a y-reduce's lanes), here V
+// strided outputs per line (the function does not assume consecutive ones); the inputs of each
+// lane reduced first by block_reduce_y_lanes, as generated kernels do.
+template <class Op, class T, class TOut, int BX, int BY, int V>
+__global__ void k_ordered_block_lanes(const T* in, T* partials, unsigned* counters, TOut* out) {
+  constexpr int outs_per_lane = kObLinesGrid * BX;
+  const int line = threadIdx.x, k = threadIdx.y, slot = blockIdx.x;
+  T acc[V];
+  long long oidx[V];
+  for (int l = 0; l < V; ++l) {
+    oidx[l] = (long long)l * outs_per_lane + blockIdx.y * BX + line;
+    acc[l] = in[(size_t(oidx[l]) * kObSlots + slot) * BY + k];
+  }
+  block_reduce_y_lanes<Op, T, BX, BY, V>(acc);
+  ordered_combine_block_lanes<Op, T, BX, BY, V>(partials, counters, kObSlots, slot, k == 0, oidx, acc, out);
+}
+
+template <class Op, class T, class TOut, int BX, int BY, int V>
+void test_ordered_block_lanes(double tol) {
+  const int outs = kObLinesGrid * BX * V;
+  Buf<T> in(size_t(outs) * kObSlots * BY);
+  for (auto& v : in) v = logical_mode<Op, T> ? (coin(0.02) ? rand_rare<Op, T>() : rand_common<Op, T>()) : rand_val<Op, T>();
+  T *din = dev_alloc<T>(in.size()), *dpart = dev_alloc<T>(size_t(outs) * kObSlots);
+  TOut* dout = dev_alloc<TOut>(outs);
+  unsigned* dcnt = dev_alloc<unsigned>(outs);
+  h2d(din, in);
+  CK(cudaMemset(dcnt, 0, outs * sizeof(unsigned)));
+  std::vector<Buf<TOut>> runs;
+  bool counters_ok = true;
+  for (int r = 0; r < 4; ++r) {
+    CK(cudaMemset(dout, 0xFF, outs * sizeof(TOut)));  // poison: every output must be written
+    k_ordered_block_lanes<Op, T, TOut, BX, BY, V><<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(din, dpart, dcnt, dout);
+    CK_LAUNCH();
+    runs.push_back(d2h(dout, outs));
+    for (unsigned c : d2h(dcnt, outs)) counters_ok = counters_ok && c == 0;
+  }
+  bool identical = true;
+  for (int r = 1; r < 4; ++r) identical = identical && memcmp(runs[r].data(), runs[0].data(), outs * sizeof(TOut)) == 0;
+  double maxerr = 0;
+  for (int o = 0; o < outs; ++o) {
+    T want = Op::template identity<T>();
+    for (int i = 0; i < kObSlots * BY; ++i) want = Op::apply(want, in[size_t(o) * kObSlots * BY + i]);
+    maxerr = std::max(maxerr, diff_of(runs[0][o], static_cast<TOut>(want)));
+  }
+  report(identical && counters_ok && maxerr <= tol,
+         std::string("ordered_combine_block_lanes<") + oname<Op>() + "," + tname<T>() + "> " + std::to_string(BX) + "x" +
+             std::to_string(BY) + " x " + std::to_string(V) + " lanes: 4 runs bit-identical, counters reset, close to CPU",
+         maxerr);
+  CK(cudaFree(din));
+  CK(cudaFree(dpart));
+  CK(cudaFree(dout));
+  CK(cudaFree(dcnt));
+}
+
 // ---------------------------------------------------------------------------
 // ---------------------------------------------------------------------------
 // load_vec: plain and streaming vector loads return the V elements at p, bit for bit
@@ -835,6 +889,13 @@ int main() {
   test_ordered_block<OpSum, int32_t, int32_t, 40, 5, 0>(0.0);
   test_ordered_block<OpMax, float, float, 3, 11, 1>(0.0);
   test_ordered_block<OpAnd, bool, bool, 256, 1, 0>(0.0);
+  test_ordered_block_lanes<OpSum, float, float, 32, 8, 2>(1e-3);
+  test_ordered_block_lanes<OpSum, float, __half, 32, 8, 4>(0.13);
+  test_ordered_block_lanes<OpMax, float, float, 3, 11, 4>(0.0);
+  test_ordered_block_lanes<OpAnd, bool, bool, 32, 8, 16>(0.0);
+  test_ordered_block_lanes<OpOr, bool, bool, 32, 8, 4>(0.0);
+  test_ordered_block_lanes<OpMin, int32_t, int32_t, 64, 4, 4>(0.0);
+  test_ordered_block_lanes<OpSum, double, double, 16, 16, 2>(1e-9);
   test_ordered_block<OpOr, bool, bool, 8, 32, 1>(0.0);
   test_ordered_block<OpSum, float, __half, 64, 4, 0>(0.13);
 

@@ -651,6 +651,34 @@ __device__ __forceinline__ T block_reduce_y(T v) {
 #endif
 }
 
+// Reduce each of a thread's V lane values over threadIdx.y (a y-reduce whose thread owns V
+// consecutive outputs); valid where threadIdx.y == 0. One pass through shared memory for all
+// lanes: V calls of block_reduce_y would take 2 V barriers (H100, bool [131072, 1024] over dim 0
+// with vector[16]: the per-lane epilogue took 100 of 160 us).
+template <class Op, class T, int BX, int BY, int V>
+__device__ __forceinline__ void block_reduce_y_lanes(T (&v)[V]) {
+  static_assert(BX >= 1 && BY >= 1 && BX * BY <= 1024 && V >= 1, "polyk: bad block shape");
+  if constexpr (BY == 1) {
+    return;
+  } else if constexpr (V == 1) {
+    v[0] = block_reduce_y<Op, T, BX, BY>(v[0]);
+  } else {
+    static_assert(BX * BY * V * sizeof(T) <= 32768, "polyk: lanes of a y-reduce take too much shared memory");
+    __shared__ detail::SmemArray<T, BX * BY * V> sm;  // lane-major: a row of BX threads per (lane, y)
+    const int x = int(threadIdx.x), y = int(threadIdx.y);
+#pragma unroll
+    for (int l = 0; l < V; ++l) sm[(l * BY + y) * BX + x] = v[l];
+    __syncthreads();
+    if (y == 0) {
+#pragma unroll
+      for (int k = 1; k < BY; ++k)
+#pragma unroll
+        for (int l = 0; l < V; ++l) v[l] = Op::apply(v[l], sm[(l * BY + k) * BX + x]);
+    }
+    __syncthreads();  // sm may be reused by the next call
+  }
+}
+
 // Reduce over the whole block; valid in thread (0, 0).
 template <class Op, class T, int BX, int BY>
 __device__ __forceinline__ T block_reduce_all(T v) {
@@ -712,6 +740,52 @@ __device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int*
   if (mine >= 0 && k == 0) {
     out[mine] = static_cast<TOut>(acc);
     counters[mine] = 0u;
+  }
+}
+
+// ordered_combine_block for a y-reduce (lines along threadIdx.x, threads k along threadIdx.y)
+// whose thread owns V outputs `oidx[0..V)` (the lanes of its columns; every block that reduces
+// into one of them reduces into all, with the same thread): the V values of each line are
+// block-reduced already (block_reduce_y_lanes). The line's leader publishes its V partials
+// (partials[oidx[l] * nslots + slot], as ordered_combine_block) and counts them once, in
+// counters[oidx[0]]; the block that counts last combines every lane's partials in the same fixed
+// order as ordered_combine_block, all lanes' loads of one slot together. One fence, one atomic and
+// two block reductions per block instead of V of each.
+template <class Op, class T, int BX, int BY, int V, class TOut, class Idx>
+__device__ __forceinline__ void ordered_combine_block_lanes(T* partials, unsigned int* counters, int nslots, int slot,
+                                                            bool leader, const Idx (&oidx)[V], const T (&value)[V],
+                                                            TOut* out) {
+  const int line = int(threadIdx.x), k = int(threadIdx.y);
+  __shared__ long long last_of[BX][V];  // the outputs this line combines; [0] is -1 if none
+  if (leader) {
+#pragma unroll
+    for (int l = 0; l < V; ++l) partials[(long long)oidx[l] * nslots + slot] = value[l];
+    __threadfence();  // publish the partials before counting them
+    const bool last = atomicAdd(&counters[oidx[0]], 1u) == unsigned(nslots - 1);
+#pragma unroll
+    for (int l = 0; l < V; ++l) last_of[line][l] = last ? (long long)oidx[l] : -1;
+  } else if (k == 0) {
+    last_of[line][0] = -1;
+  }
+  __syncthreads();
+  const bool mine = last_of[line][0] >= 0;
+  T acc[V];
+#pragma unroll
+  for (int l = 0; l < V; ++l) acc[l] = Op::template identity<T>();
+  if (mine) {
+    __threadfence();  // every partial was published before its count
+    const T* p[V];
+#pragma unroll
+    for (int l = 0; l < V; ++l) p[l] = partials + last_of[line][l] * nslots;
+    for (int s = k; s < nslots; s += BY)
+#pragma unroll
+      for (int l = 0; l < V; ++l) acc[l] = Op::apply(acc[l], detail::load_cg(p[l] + s));
+  }
+  block_reduce_y_lanes<Op, T, BX, BY, V>(acc);
+  if (mine && k == 0) {
+#pragma unroll
+    for (int l = 0; l < V; ++l) out[last_of[line][l]] = static_cast<TOut>(acc[l]);
+    counters[last_of[line][0]] = 0u;
   }
 }
 
