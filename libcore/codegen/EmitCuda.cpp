@@ -89,8 +89,9 @@ Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st
   bool lowPrecision = isHalf(out) && opt.accumulate == "f32";
   // A single output (an all-reduce) combines in order: one kernel instead of an initialisation and
   // the atomics, 1 to 2 us less at the launch floor, and deterministic (H100: sg5 6.5 -> 5.8 us,
-  // sg6 6.5 -> 5.8 us). bool has no atomics of its size (Panamera §5.2), but and / or are atomic on
-  // the 32-bit word holding the byte (atomic_combine), with no combine at the end of the kernel:
+  // sg6 6.5 -> 5.8 us). bool has no atomics of its size (Panamera §5.2), but an atomic and / or on
+  // the 32-bit word holding the byte combines one byte (atomic_combine; max, sum act as or, min,
+  // prod as and), with no combine at the end of the kernel:
   // H100, and_bool [131072, 1024] over dim 0 66.8 -> 61.8 us, [64, 128, 768] over dims 0, 1 12.5 ->
   // 11.7 us, [1024, 1024] over dim 0 unchanged (bench/results/2026-11-22-h100-epilogue.txt).
   bool singleOutput = s.tensor(outputOf(s, st))->elements() == 1;
