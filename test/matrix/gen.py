@@ -34,29 +34,15 @@ def program(name, form, op, dtype, n):
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    count = 0
-    for form in ["all", "x", "y"]:
-        for op in OPS:
-            for dtype in DTYPES:
-                for n in SIZES:
-                    name = f"m_{form}_{op}_{dtype}_{n}"
-                    with open(os.path.join(out, name + ".yaml"), "w") as f:
-                        f.write(program(name, form, op, dtype, n))
-                    count += 1
-    for form, (n, _) in LANES.items():
-        for op in OPS:
-            for dtype in DTYPES:
-                name = f"m_{form}_{op}_{dtype}_{n}"
-                with open(os.path.join(out, name + ".yaml"), "w") as f:
-                    f.write(program(name, form, op, dtype, n))
-                count += 1
+    cases = [(form, op, dtype, n) for form in ["all", "x", "y"] for op in OPS for dtype in DTYPES for n in SIZES]
+    cases += [(form, op, dtype, n) for form, (n, _) in LANES.items() for op in OPS for dtype in DTYPES]
     if "--huge" in sys.argv:
-        n = 2**31 + 5
-        name = f"m_all_sum_f32_{n}"
+        cases.append(("all", "sum", "f32", 2**31 + 5))
+    for form, op, dtype, n in cases:
+        name = f"m_{form}_{op}_{dtype}_{n}"
         with open(os.path.join(out, name + ".yaml"), "w") as f:
-            f.write(program(name, "all", "sum", "f32", n))
-        count += 1
-    print(count)
+            f.write(program(name, form, op, dtype, n))
+    print(len(cases))
 
 
 if __name__ == "__main__":

@@ -701,11 +701,12 @@ __global__ void k_ordered_block(const T* in, T* partials, unsigned* counters, TO
   ordered_combine_block<Op, T, BX, BY, AXIS>(partials, counters, kObSlots, slot, k == 0, o, v, out);
 }
 
-template <class Op, class T, class TOut, int BX, int BY, int AXIS>
-void test_ordered_block(double tol) {
-  constexpr int LINES = AXIS == 0 ? BY : BX, B = AXIS == 0 ? BX : BY;
-  const int outs = kObLinesGrid * LINES;
-  Buf<T> in(size_t(outs) * kObSlots * B);
+// The host side of the ordered-combine tests: `outs` outputs, output o reducing the kObSlots *
+// per_slot inputs from in[o * kObSlots * per_slot]; launch(in, partials, counters, out) runs the
+// kernel. Four runs must give identical bits, reset every counter and come close to the CPU.
+template <class Op, class T, class TOut, class Launch>
+void check_ordered(int outs, int per_slot, double tol, const std::string& what, Launch launch) {
+  Buf<T> in(size_t(outs) * kObSlots * per_slot);
   for (auto& v : in) v = logical_mode<Op, T> ? (coin(0.02) ? rand_rare<Op, T>() : rand_common<Op, T>()) : rand_val<Op, T>();
   T *din = dev_alloc<T>(in.size()), *dpart = dev_alloc<T>(size_t(outs) * kObSlots);
   TOut* dout = dev_alloc<TOut>(outs);
@@ -716,7 +717,7 @@ void test_ordered_block(double tol) {
   bool counters_ok = true;
   for (int r = 0; r < 4; ++r) {
     CK(cudaMemset(dout, 0xFF, outs * sizeof(TOut)));  // poison: every output must be written
-    k_ordered_block<Op, T, TOut, BX, BY, AXIS><<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(din, dpart, dcnt, dout);
+    launch(din, dpart, dcnt, dout);
     CK_LAUNCH();
     runs.push_back(d2h(dout, outs));
     for (unsigned c : d2h(dcnt, outs)) counters_ok = counters_ok && c == 0;
@@ -726,17 +727,26 @@ void test_ordered_block(double tol) {
   double maxerr = 0;
   for (int o = 0; o < outs; ++o) {
     T want = Op::template identity<T>();
-    for (int i = 0; i < kObSlots * B; ++i) want = Op::apply(want, in[size_t(o) * kObSlots * B + i]);
+    for (int i = 0; i < kObSlots * per_slot; ++i) want = Op::apply(want, in[size_t(o) * kObSlots * per_slot + i]);
     maxerr = std::max(maxerr, diff_of(runs[0][o], static_cast<TOut>(want)));
   }
-  report(identical && counters_ok && maxerr <= tol,
-         std::string("ordered_combine_block<") + oname<Op>() + "," + tname<T>() + "> " + std::to_string(BX) + "x" +
-             std::to_string(BY) + " axis " + std::to_string(AXIS) + ": 4 runs bit-identical, counters reset, close to CPU",
-         maxerr);
+  report(identical && counters_ok && maxerr <= tol, what + ": 4 runs bit-identical, counters reset, close to CPU", maxerr);
   CK(cudaFree(din));
   CK(cudaFree(dpart));
   CK(cudaFree(dout));
   CK(cudaFree(dcnt));
+}
+
+template <class Op, class T, class TOut, int BX, int BY, int AXIS>
+void test_ordered_block(double tol) {
+  constexpr int LINES = AXIS == 0 ? BY : BX, B = AXIS == 0 ? BX : BY;
+  check_ordered<Op, T, TOut>(kObLinesGrid * LINES, B, tol,
+                             std::string("ordered_combine_block<") + oname<Op>() + "," + tname<T>() + "> " +
+                                 std::to_string(BX) + "x" + std::to_string(BY) + " axis " + std::to_string(AXIS),
+                             [](const T* in, T* partials, unsigned* counters, TOut* out) {
+                               k_ordered_block<Op, T, TOut, BX, BY, AXIS>
+                                   <<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(in, partials, counters, out);
+                             });
 }
 
 // ordered_combine_block_lanes: the same with V outputs per thread (a y-reduce's lanes), here V
@@ -758,39 +768,13 @@ __global__ void k_ordered_block_lanes(const T* in, T* partials, unsigned* counte
 
 template <class Op, class T, class TOut, int BX, int BY, int V>
 void test_ordered_block_lanes(double tol) {
-  const int outs = kObLinesGrid * BX * V;
-  Buf<T> in(size_t(outs) * kObSlots * BY);
-  for (auto& v : in) v = logical_mode<Op, T> ? (coin(0.02) ? rand_rare<Op, T>() : rand_common<Op, T>()) : rand_val<Op, T>();
-  T *din = dev_alloc<T>(in.size()), *dpart = dev_alloc<T>(size_t(outs) * kObSlots);
-  TOut* dout = dev_alloc<TOut>(outs);
-  unsigned* dcnt = dev_alloc<unsigned>(outs);
-  h2d(din, in);
-  CK(cudaMemset(dcnt, 0, outs * sizeof(unsigned)));
-  std::vector<Buf<TOut>> runs;
-  bool counters_ok = true;
-  for (int r = 0; r < 4; ++r) {
-    CK(cudaMemset(dout, 0xFF, outs * sizeof(TOut)));  // poison: every output must be written
-    k_ordered_block_lanes<Op, T, TOut, BX, BY, V><<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(din, dpart, dcnt, dout);
-    CK_LAUNCH();
-    runs.push_back(d2h(dout, outs));
-    for (unsigned c : d2h(dcnt, outs)) counters_ok = counters_ok && c == 0;
-  }
-  bool identical = true;
-  for (int r = 1; r < 4; ++r) identical = identical && memcmp(runs[r].data(), runs[0].data(), outs * sizeof(TOut)) == 0;
-  double maxerr = 0;
-  for (int o = 0; o < outs; ++o) {
-    T want = Op::template identity<T>();
-    for (int i = 0; i < kObSlots * BY; ++i) want = Op::apply(want, in[size_t(o) * kObSlots * BY + i]);
-    maxerr = std::max(maxerr, diff_of(runs[0][o], static_cast<TOut>(want)));
-  }
-  report(identical && counters_ok && maxerr <= tol,
-         std::string("ordered_combine_block_lanes<") + oname<Op>() + "," + tname<T>() + "> " + std::to_string(BX) + "x" +
-             std::to_string(BY) + " x " + std::to_string(V) + " lanes: 4 runs bit-identical, counters reset, close to CPU",
-         maxerr);
-  CK(cudaFree(din));
-  CK(cudaFree(dpart));
-  CK(cudaFree(dout));
-  CK(cudaFree(dcnt));
+  check_ordered<Op, T, TOut>(kObLinesGrid * BX * V, BY, tol,
+                             std::string("ordered_combine_block_lanes<") + oname<Op>() + "," + tname<T>() + "> " +
+                                 std::to_string(BX) + "x" + std::to_string(BY) + " x " + std::to_string(V) + " lanes",
+                             [](const T* in, T* partials, unsigned* counters, TOut* out) {
+                               k_ordered_block_lanes<Op, T, TOut, BX, BY, V>
+                                   <<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(in, partials, counters, out);
+                             });
 }
 
 // ---------------------------------------------------------------------------
