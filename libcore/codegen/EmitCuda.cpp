@@ -309,7 +309,8 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
       }
     }
     if (lanes > 1) {
-      // The epilogue once per lane (its block reductions and combines in turn).
+      // The rest once per lane: the C emulation's combine, or the lane's block reduction (unless
+      // laneBlock did it) and its store or atomic.
       o += std::string(d == Dialect::Cuda ? "#pragma unroll\n" : "") + "  for (int l_" + n + " = 0; l_" + n + " < " +
            std::to_string(lanes) + "; ++l_" + n + ") {\n";
       pad = "    ";

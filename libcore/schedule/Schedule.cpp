@@ -104,10 +104,11 @@ constexpr long long kSMs = 132;
 long long columnThreads(long long P, long long V) { return std::min<long long>(32, pow2Ceil(ceilDiv(P, V))); }
 
 /// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
-/// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite a combine per
-/// lane: H100, [131072, 1024] over dim 0 with vector[2] (bench/results/2026-11-22-h100-size-variants.txt): max f16 142
-/// -> 120 us, max f32 203 -> 190 us, sum f32 194 -> 190 us; [64, 128, 768] over dims 0, 1 (8192
-/// rows) gains nothing. Bool takes four (vectorWidth).
+/// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite combining
+/// each output's partials: H100, [131072, 1024] over dim 0 with vector[2]
+/// (bench/results/2026-11-22-h100-size-variants.txt): max f16 142 -> 120 us, max f32 203 -> 190
+/// us, sum f32 194 -> 190 us; [64, 128, 768] over dims 0, 1 (8192 rows) gains nothing. Bool takes
+/// four (vectorWidth).
 bool tallColumns(const BandShape &b) {
   for (size_t m = 0; m < b.extent.size(); ++m)
     if (b.reduced[m] && b.extent[m] >= 32768) return true;
@@ -135,10 +136,10 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
   long long P = shape.extent[c];
   // V must divide the extent (a y-reduce's thread must own a whole vector of outputs), and a
   // y-reduce's columns alone must still give 2 blocks per SM (column tiles of columnThreads(P, V)
-  // * V, defaultSizes): then no column is split over blocks, whose per-lane combines cost more
-  // than the vectors save (H100, bench/results 2026-11-22: [1024, 1024] f16 over dim 0 8.6
-  // -> 21 us with vector[8] and 16 blocks a column; [1024, 131072] 128 -> 100 us with 512
-  // column blocks).
+  // * V, defaultSizes): then no column is split over blocks, whose combines of every output's
+  // partials cost more than the vectors save (H100, bench/results 2026-11-22, with the per-lane
+  // epilogue of then: [1024, 1024] f16 over dim 0 8.6 -> 21 us with vector[8] and 16 blocks a
+  // column; [1024, 131072] 128 -> 100 us with 512 column blocks).
   auto fits = [&](int w) {
     // A partial last tile of whole vectors is fine: isl guards the threads past the end.
     return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w) * w) >= 2 * kSMs);
@@ -313,9 +314,9 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long colBlocks = ceilDiv(P, bx * V);
     // Wide columns with vectors: 2 blocks per SM fill the machine (more bytes in flight per
     // thread), which the columns alone give (vectorWidth), so no column is split (its partials
-    // would cost a combine per lane). Tall columns with vectors: about 4 blocks per SM (bool
-    // [131072, 1024] over dim 0 with vector[4]: 264 blocks 88.3 us, 528 blocks 72.4 us). Otherwise
-    // about 8.
+    // would need combining). Tall columns with vectors: about 4 blocks per SM (bool [131072, 1024]
+    // over dim 0 with vector[4], atomic return: 264 blocks 79.8 us, 528 blocks 62.1 us, 1064
+    // blocks 62.5 us; bench/results/2026-11-22-h100-epilogue.txt, D). Otherwise about 8.
     bool wide = V > 1 && colBlocks >= 2 * kSMs;
     long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));

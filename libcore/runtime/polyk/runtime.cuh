@@ -700,63 +700,23 @@ __device__ __forceinline__ T load_cg(const T* p) {
 }
 }  // namespace detail
 
-// The block-wide form of the ordered return, called by every thread of a BX x BY block at the
-// same point (it holds barriers). Along the reduction's thread axis AXIS (0: x, 1: y), the threads
-// with the same index on the other axis form a line that reduced into one output element
-// `oidx`; the line's leader (index 0 on AXIS, live) publishes the block's value as partial
-// `slot` of that element (partials[oidx * nslots + slot]) and counts it in counters[oidx]. The
-// block that publishes an element's last partial combines all of them with the whole line:
-// thread k takes partials k, k + B, k + 2B, ... in that order, then the line reduces as the block
-// reduction does. The order is fixed, so every run gives the same bits, and the combine costs
-// nslots / B loads per thread instead of nslots in one thread. The last block writes out[oidx]
-// (converted once to TOut: f16 / bf16 outputs of f32 partials) and resets the counter for the
-// next launch; no initialisation of `out` is needed.
-template <class Op, class T, int BX, int BY, int AXIS, class TOut, class Idx>
-__device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int* counters, int nslots, int slot,
-                                                      bool leader, Idx oidx, T value, TOut* out) {
+namespace detail {
+// The ordered return of ordered_combine_block and ordered_combine_block_lanes: each line's leader
+// owns V outputs oidx[0..V) (V > 1 only for a y-reduce, AXIS 1, whose every block reduces into all
+// of them with the same thread). It publishes its V partials (partials[oidx[l] * nslots + slot])
+// behind one fence and counts them once, in counters[oidx[0]]; the block that counts last loads
+// every lane's partials of one slot together, in the fixed order, and reduces them as the block
+// reduction does.
+template <class Op, class T, int BX, int BY, int AXIS, int V, class TOut, class Idx>
+__device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int* counters, int nslots, int slot,
+                                                      bool leader, const Idx (&oidx)[V], const T (&value)[V],
+                                                      TOut* out) {
+  static_assert(V == 1 || AXIS == 1, "polyk: several outputs per line only in a y-reduce");
   constexpr int LINES = AXIS == 0 ? BY : BX;
   constexpr int B = AXIS == 0 ? BX : BY;
   const int line = AXIS == 0 ? int(threadIdx.y) : int(threadIdx.x);
   const int k = AXIS == 0 ? int(threadIdx.x) : int(threadIdx.y);
-  __shared__ long long last_of[LINES];  // the element this line combines, or -1
-  if (leader) {
-    partials[(long long)oidx * nslots + slot] = value;
-    __threadfence();  // publish the partial before counting it
-    const bool last = atomicAdd(&counters[oidx], 1u) == unsigned(nslots - 1);
-    last_of[line] = last ? (long long)oidx : -1;
-  } else if (k == 0) {
-    last_of[line] = -1;
-  }
-  __syncthreads();
-  const long long mine = last_of[line];
-  T acc = Op::template identity<T>();
-  if (mine >= 0) {
-    __threadfence();  // every partial was published before its count
-    const T* p = partials + mine * nslots;
-    for (int s = k; s < nslots; s += B) acc = Op::apply(acc, detail::load_cg(p + s));
-  }
-  if constexpr (AXIS == 0) acc = block_reduce_x<Op, T, BX, BY>(acc);
-  else acc = block_reduce_y<Op, T, BX, BY>(acc);
-  if (mine >= 0 && k == 0) {
-    out[mine] = static_cast<TOut>(acc);
-    counters[mine] = 0u;
-  }
-}
-
-// ordered_combine_block for a y-reduce (lines along threadIdx.x, threads k along threadIdx.y)
-// whose thread owns V outputs `oidx[0..V)` (the lanes of its columns; every block that reduces
-// into one of them reduces into all, with the same thread): the V values of each line are
-// block-reduced already (block_reduce_y_lanes). The line's leader publishes its V partials
-// (partials[oidx[l] * nslots + slot], as ordered_combine_block) and counts them once, in
-// counters[oidx[0]]; the block that counts last combines every lane's partials in the same fixed
-// order as ordered_combine_block, all lanes' loads of one slot together. One fence, one atomic and
-// two block reductions per block instead of V of each.
-template <class Op, class T, int BX, int BY, int V, class TOut, class Idx>
-__device__ __forceinline__ void ordered_combine_block_lanes(T* partials, unsigned int* counters, int nslots, int slot,
-                                                            bool leader, const Idx (&oidx)[V], const T (&value)[V],
-                                                            TOut* out) {
-  const int line = int(threadIdx.x), k = int(threadIdx.y);
-  __shared__ long long last_of[BX][V];  // the outputs this line combines; [0] is -1 if none
+  __shared__ long long last_of[LINES][V];  // the outputs this line combines; [0] is -1 if none
   if (leader) {
 #pragma unroll
     for (int l = 0; l < V; ++l) partials[(long long)oidx[l] * nslots + slot] = value[l];
@@ -777,16 +737,48 @@ __device__ __forceinline__ void ordered_combine_block_lanes(T* partials, unsigne
     const T* p[V];
 #pragma unroll
     for (int l = 0; l < V; ++l) p[l] = partials + last_of[line][l] * nslots;
-    for (int s = k; s < nslots; s += BY)
+    for (int s = k; s < nslots; s += B)
 #pragma unroll
-      for (int l = 0; l < V; ++l) acc[l] = Op::apply(acc[l], detail::load_cg(p[l] + s));
+      for (int l = 0; l < V; ++l) acc[l] = Op::apply(acc[l], load_cg(p[l] + s));
   }
-  block_reduce_y_lanes<Op, T, BX, BY, V>(acc);
+  if constexpr (AXIS == 0) acc[0] = block_reduce_x<Op, T, BX, BY>(acc[0]);
+  else block_reduce_y_lanes<Op, T, BX, BY, V>(acc);
   if (mine && k == 0) {
 #pragma unroll
     for (int l = 0; l < V; ++l) out[last_of[line][l]] = static_cast<TOut>(acc[l]);
     counters[last_of[line][0]] = 0u;
   }
+}
+}  // namespace detail
+
+// The block-wide form of the ordered return, called by every thread of a BX x BY block at the
+// same point (it holds barriers). Along the reduction's thread axis AXIS (0: x, 1: y), the threads
+// with the same index on the other axis form a line that reduced into one output element
+// `oidx`; the line's leader (index 0 on AXIS, live) publishes the block's value as partial
+// `slot` of that element (partials[oidx * nslots + slot]) and counts it in counters[oidx]. The
+// block that publishes an element's last partial combines all of them with the whole line:
+// thread k takes partials k, k + B, k + 2B, ... in that order, then the line reduces as the block
+// reduction does. The order is fixed, so every run gives the same bits, and the combine costs
+// nslots / B loads per thread instead of nslots in one thread. The last block writes out[oidx]
+// (converted once to TOut: f16 / bf16 outputs of f32 partials) and resets the counter for the
+// next launch; no initialisation of `out` is needed.
+template <class Op, class T, int BX, int BY, int AXIS, class TOut, class Idx>
+__device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int* counters, int nslots, int slot,
+                                                      bool leader, Idx oidx, T value, TOut* out) {
+  const Idx o[1] = {oidx};
+  const T v[1] = {value};
+  detail::ordered_combine_lines<Op, T, BX, BY, AXIS, 1>(partials, counters, nslots, slot, leader, o, v, out);
+}
+
+// ordered_combine_block for a y-reduce whose thread owns V outputs `oidx[0..V)` (the lanes of its
+// columns), their values block-reduced already (block_reduce_y_lanes): the same partials and the
+// same fixed order per output, but one fence, one count and one block reduction per block instead
+// of V of each.
+template <class Op, class T, int BX, int BY, int V, class TOut, class Idx>
+__device__ __forceinline__ void ordered_combine_block_lanes(T* partials, unsigned int* counters, int nslots, int slot,
+                                                            bool leader, const Idx (&oidx)[V], const T (&value)[V],
+                                                            TOut* out) {
+  detail::ordered_combine_lines<Op, T, BX, BY, 1, V>(partials, counters, nslots, slot, leader, oidx, value, out);
 }
 
 // One thread per (block, output) calls this.  `partials` (global, nslots
