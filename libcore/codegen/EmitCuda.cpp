@@ -303,7 +303,8 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
       o += "  polyk::block_reduce_y_lanes<" + op + ", " + dims + ", " + std::to_string(lanes) + ">(acc_" + n + ");\n";
       if (returnMode(s, kc, *st, opt) == Return::Ordered) {
         o += "  polyk::ordered_combine_block_lanes<" + op + ", " + dims + ", " + std::to_string(lanes) + ">(partials_" + n +
-             ", counter_" + n + ", (int)(" + blocksPerOutput(kc) + "), (int)b_" + kc.reduceBlockAxis + ", t_y == 0 && live_" + n +
+             ", counter_" + n + ", (int)(" + blocksPerOutput(kc) + "), " + elementsExpr(out) + ", (int)b_" +
+             kc.reduceBlockAxis + ", t_y == 0 && live_" + n +
              ", oidx_" + n + ", acc_" + n + ", " + out.name + ");\n";
         continue;
       }
@@ -346,7 +347,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
         // Every thread takes part: the last block combines the partials with the whole line.
         std::string axis = kc.reduceAxis == "y" ? "1" : "0";
         o += pad + "polyk::ordered_combine_block<" + op + ", " + dims + ", " + axis + ">(partials_" + n + ", counter_" + n + ", (int)(" +
-             blocksPerOutput(kc) + "), (int)b_" + kc.reduceBlockAxis + ", " + leader + ", " + oidxL + ", " + value + ", " + out.name +
+             blocksPerOutput(kc) + "), " + elementsExpr(out) + ", (int)b_" + kc.reduceBlockAxis + ", " + leader + ", " + oidxL + ", " + value + ", " + out.name +
              ");\n";
         break;
       }

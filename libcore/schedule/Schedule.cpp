@@ -145,9 +145,12 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
     return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
-  // Tall columns: 4 bytes a row for 1-byte elements (bool [131072, 1024] over dim 0: 88.6 ->
-  // 72.4 us with vector[4] and 528 blocks; vector[8] and [16] were slower, 108-170 us), else 2.
-  int tall = narrowest >= 2 ? 2 : 4;
+  // Tall columns: 2 outputs a thread for 4- and 8-byte elements, 4 for narrower ones.
+  // H100 (bench/results/2026-11-22-h100-epilogue.txt): bool [131072, 1024] over dim 0 88.6 ->
+  // 72.4 us with vector[4] and 528 blocks, vector[8] and [16] slower (108-170 us; with the atomic
+  // return too: 67.9, 84 against 62.1 us); f16 sum / max 111.0 / 111.9 -> 104.4-105.1 / 106.0 us
+  // with vector[4] once the ordered return's partials lay slot-major (vector[8]: 111 us).
+  int tall = narrowest >= 4 ? 2 : 4;
   if (columns && v == 1 && P % tall == 0 && tallColumns(shape)) return tall;
   return v;
 }

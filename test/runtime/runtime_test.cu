@@ -698,7 +698,7 @@ __global__ void k_ordered_block(const T* in, T* partials, unsigned* counters, TO
   const int o = blockIdx.y * LINES + line, slot = blockIdx.x;
   T v = in[(size_t(o) * kObSlots + slot) * B + k];
   v = AXIS == 0 ? block_reduce_x<Op, T, BX, BY>(v) : block_reduce_y<Op, T, BX, BY>(v);
-  ordered_combine_block<Op, T, BX, BY, AXIS>(partials, counters, kObSlots, slot, k == 0, o, v, out);
+  ordered_combine_block<Op, T, BX, BY, AXIS>(partials, counters, kObSlots, kObLinesGrid * LINES, slot, k == 0, o, v, out);
 }
 
 // The host side of the ordered-combine tests: `outs` outputs, output o reducing the kObSlots *
@@ -749,30 +749,33 @@ void test_ordered_block(double tol) {
                              });
 }
 
-// ordered_combine_block_lanes: the same with V outputs per thread (a y-reduce's lanes), here V
-// strided outputs per line (the function does not assume consecutive ones); the inputs of each
-// lane reduced first by block_reduce_y_lanes, as generated kernels do.
-template <class Op, class T, class TOut, int BX, int BY, int V>
+// ordered_combine_block_lanes: the same with V outputs per thread (a y-reduce's lanes), the
+// inputs of each lane reduced first by block_reduce_y_lanes, as generated kernels do. Packed: the
+// V outputs of a line are consecutive from a multiple of V, as in generated kernels (partials
+// move as vectors); else strided (the function must not assume consecutive ones).
+template <class Op, class T, class TOut, int BX, int BY, int V, bool Packed>
 __global__ void k_ordered_block_lanes(const T* in, T* partials, unsigned* counters, TOut* out) {
   constexpr int outs_per_lane = kObLinesGrid * BX;
   const int line = threadIdx.x, k = threadIdx.y, slot = blockIdx.x;
   T acc[V];
   long long oidx[V];
   for (int l = 0; l < V; ++l) {
-    oidx[l] = (long long)l * outs_per_lane + blockIdx.y * BX + line;
+    oidx[l] = Packed ? (long long)(blockIdx.y * BX + line) * V + l : (long long)l * outs_per_lane + blockIdx.y * BX + line;
     acc[l] = in[(size_t(oidx[l]) * kObSlots + slot) * BY + k];
   }
   block_reduce_y_lanes<Op, T, BX, BY, V>(acc);
-  ordered_combine_block_lanes<Op, T, BX, BY, V>(partials, counters, kObSlots, slot, k == 0, oidx, acc, out);
+  ordered_combine_block_lanes<Op, T, BX, BY, V>(partials, counters, kObSlots, outs_per_lane * V, slot, k == 0, oidx, acc,
+                                                out);
 }
 
-template <class Op, class T, class TOut, int BX, int BY, int V>
+template <class Op, class T, class TOut, int BX, int BY, int V, bool Packed = false>
 void test_ordered_block_lanes(double tol) {
   check_ordered<Op, T, TOut>(kObLinesGrid * BX * V, BY, tol,
                              std::string("ordered_combine_block_lanes<") + oname<Op>() + "," + tname<T>() + "> " +
-                                 std::to_string(BX) + "x" + std::to_string(BY) + " x " + std::to_string(V) + " lanes",
+                                 std::to_string(BX) + "x" + std::to_string(BY) + " x " + std::to_string(V) + " lanes" +
+                                 (Packed ? " packed" : " strided"),
                              [](const T* in, T* partials, unsigned* counters, TOut* out) {
-                               k_ordered_block_lanes<Op, T, TOut, BX, BY, V>
+                               k_ordered_block_lanes<Op, T, TOut, BX, BY, V, Packed>
                                    <<<dim3(kObSlots, kObLinesGrid), dim3(BX, BY)>>>(in, partials, counters, out);
                              });
 }
@@ -880,6 +883,14 @@ int main() {
   test_ordered_block_lanes<OpOr, bool, bool, 32, 8, 4>(0.0);
   test_ordered_block_lanes<OpMin, int32_t, int32_t, 64, 4, 4>(0.0);
   test_ordered_block_lanes<OpSum, double, double, 16, 16, 2>(1e-9);
+  test_ordered_block_lanes<OpSum, float, float, 32, 8, 4, true>(1e-3);      // 16-byte pieces
+  test_ordered_block_lanes<OpSum, float, __half, 32, 8, 2, true>(0.13);     // 8-byte pieces
+  test_ordered_block_lanes<OpMax, float, float, 3, 11, 8, true>(0.0);       // two 16-byte pieces
+  test_ordered_block_lanes<OpAnd, bool, bool, 32, 8, 16, true>(0.0);        // 16 bools, one piece
+  test_ordered_block_lanes<OpOr, bool, bool, 32, 8, 4, true>(0.0);          // 4-byte piece
+  test_ordered_block_lanes<OpOr, bool, bool, 16, 4, 2, true>(0.0);          // no piece: element by element
+  test_ordered_block_lanes<OpMin, int32_t, int32_t, 64, 4, 3, true>(0.0);   // 12 bytes: 4-byte pieces
+  test_ordered_block_lanes<OpSum, double, double, 16, 16, 2, true>(1e-9);   // 16-byte piece
   test_ordered_block<OpOr, bool, bool, 8, 32, 1>(0.0);
   test_ordered_block<OpSum, float, __half, 64, 4, 0>(0.13);
 

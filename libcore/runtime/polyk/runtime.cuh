@@ -701,25 +701,79 @@ __device__ __forceinline__ T load_cg(const T* p) {
 }  // namespace detail
 
 namespace detail {
+// V consecutive elements at p (aligned to their size) through L2, in 16-, 8- or 4-byte pieces.
+template <class T, int V>
+__device__ __forceinline__ void load_lanes_cg(const T* p, T (&v)[V]) {
+  constexpr int bytes = int(sizeof(T)) * V;
+  constexpr int piece = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+  if constexpr (piece == 0) {
+#pragma unroll
+    for (int l = 0; l < V; ++l) v[l] = load_cg(p + l);
+  } else {
+    using P = std::conditional_t<piece == 16, uint4, std::conditional_t<piece == 8, uint2, unsigned int>>;
+#pragma unroll
+    for (int i = 0; i < bytes / piece; ++i) {
+      const P u = __ldcg(reinterpret_cast<const P*>(p) + i);
+      memcpy(reinterpret_cast<char*>(v) + piece * i, &u, piece);
+    }
+  }
+}
+
+// The store of load_lanes_cg.
+template <class T, int V>
+__device__ __forceinline__ void store_lanes(T* p, const T (&v)[V]) {
+  constexpr int bytes = int(sizeof(T)) * V;
+  constexpr int piece = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+  if constexpr (piece == 0) {
+#pragma unroll
+    for (int l = 0; l < V; ++l) p[l] = v[l];
+  } else {
+    using P = std::conditional_t<piece == 16, uint4, std::conditional_t<piece == 8, uint2, unsigned int>>;
+#pragma unroll
+    for (int i = 0; i < bytes / piece; ++i) {
+      P u;
+      memcpy(&u, reinterpret_cast<const char*>(v) + piece * i, piece);
+      reinterpret_cast<P*>(p)[i] = u;
+    }
+  }
+}
+
 // The ordered return of ordered_combine_block and ordered_combine_block_lanes: each line's leader
 // owns V outputs oidx[0..V) (V > 1 only for a y-reduce, AXIS 1, whose every block reduces into all
-// of them with the same thread). It publishes its V partials (partials[oidx[l] * nslots + slot])
-// behind one fence and counts them once, in counters[oidx[0]]; the block that counts last loads
-// every lane's partials of one slot together, in the fixed order, and reduces them as the block
-// reduction does.
+// of them with the same thread). It publishes its V partials behind one fence and counts them
+// once, in counters[oidx[0]]; the block that counts last loads every lane's partials of one slot
+// together, in the fixed order, and reduces them as the block reduction does.
+// The partials of output o from slot s lie where the combining threads read them side by side:
+//  - AXIS 0 at partials[o * nslots + s]: a line's threads read consecutive slots;
+//  - AXIS 1 at partials[s * nouts + o]: a warp's threads (lines) read consecutive outputs, and a
+//    thread's V lanes, when they are V consecutive outputs from a multiple of V (every generated
+//    kernel's), as one vector. Output-major, each partial took its own 32-byte sector: the last
+//    block's loads cost about 1 ns a partial (H100, f16 [131072, 1024] over dim 0 with vector[4]:
+//    9.4 us of 112; bench/results/2026-11-22-h100-epilogue.txt, A and B).
 template <class Op, class T, int BX, int BY, int AXIS, int V, class TOut, class Idx>
-__device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int* counters, int nslots, int slot,
-                                                      bool leader, const Idx (&oidx)[V], const T (&value)[V],
+__device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int* counters, int nslots, long long nouts,
+                                                      int slot, bool leader, const Idx (&oidx)[V], const T (&value)[V],
                                                       TOut* out) {
   static_assert(V == 1 || AXIS == 1, "polyk: several outputs per line only in a y-reduce");
   constexpr int LINES = AXIS == 0 ? BY : BX;
   constexpr int B = AXIS == 0 ? BX : BY;
   const int line = AXIS == 0 ? int(threadIdx.y) : int(threadIdx.x);
   const int k = AXIS == 0 ? int(threadIdx.x) : int(threadIdx.y);
+  auto at = [&](long long o, long long s) { return AXIS == 0 ? o * nslots + s : s * nouts + o; };
+  auto packed = [&](const auto& o) {
+    bool p = V > 1 && nouts % V == 0 && (long long)o[0] % V == 0;
+#pragma unroll
+    for (int l = 1; l < V; ++l) p = p && (long long)o[l] == (long long)o[0] + l;
+    return p;
+  };
   __shared__ long long last_of[LINES][V];  // the outputs this line combines; [0] is -1 if none
   if (leader) {
+    if (packed(oidx)) {
+      store_lanes(partials + at(oidx[0], slot), value);
+    } else {
 #pragma unroll
-    for (int l = 0; l < V; ++l) partials[(long long)oidx[l] * nslots + slot] = value[l];
+      for (int l = 0; l < V; ++l) partials[at(oidx[l], slot)] = value[l];
+    }
     __threadfence();  // publish the partials before counting them
     const bool last = atomicAdd(&counters[oidx[0]], 1u) == unsigned(nslots - 1);
 #pragma unroll
@@ -734,12 +788,21 @@ __device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int*
   for (int l = 0; l < V; ++l) acc[l] = Op::template identity<T>();
   if (mine) {
     __threadfence();  // every partial was published before its count
-    const T* p[V];
+    long long o[V];
 #pragma unroll
-    for (int l = 0; l < V; ++l) p[l] = partials + last_of[line][l] * nslots;
-    for (int s = k; s < nslots; s += B)
+    for (int l = 0; l < V; ++l) o[l] = last_of[line][l];
+    if (packed(o)) {
+      for (int s = k; s < nslots; s += B) {
+        T v[V];
+        load_lanes_cg(partials + at(o[0], s), v);
 #pragma unroll
-      for (int l = 0; l < V; ++l) acc[l] = Op::apply(acc[l], load_cg(p[l] + s));
+        for (int l = 0; l < V; ++l) acc[l] = Op::apply(acc[l], v[l]);
+      }
+    } else {
+      for (int s = k; s < nslots; s += B)
+#pragma unroll
+        for (int l = 0; l < V; ++l) acc[l] = Op::apply(acc[l], load_cg(partials + at(o[l], s)));
+    }
   }
   if constexpr (AXIS == 0) acc[0] = block_reduce_x<Op, T, BX, BY>(acc[0]);
   else block_reduce_y_lanes<Op, T, BX, BY, V>(acc);
@@ -755,7 +818,8 @@ __device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int*
 // same point (it holds barriers). Along the reduction's thread axis AXIS (0: x, 1: y), the threads
 // with the same index on the other axis form a line that reduced into one output element
 // `oidx`; the line's leader (index 0 on AXIS, live) publishes the block's value as partial
-// `slot` of that element (partials[oidx * nslots + slot]) and counts it in counters[oidx]. The
+// `slot` of that element (of nslots; partials holds nouts * nslots, laid out as
+// detail::ordered_combine_lines says) and counts it in counters[oidx]. The
 // block that publishes an element's last partial combines all of them with the whole line:
 // thread k takes partials k, k + B, k + 2B, ... in that order, then the line reduces as the block
 // reduction does. The order is fixed, so every run gives the same bits, and the combine costs
@@ -763,11 +827,11 @@ __device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int*
 // (converted once to TOut: f16 / bf16 outputs of f32 partials) and resets the counter for the
 // next launch; no initialisation of `out` is needed.
 template <class Op, class T, int BX, int BY, int AXIS, class TOut, class Idx>
-__device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int* counters, int nslots, int slot,
-                                                      bool leader, Idx oidx, T value, TOut* out) {
+__device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int* counters, int nslots, long long nouts,
+                                                      int slot, bool leader, Idx oidx, T value, TOut* out) {
   const Idx o[1] = {oidx};
   const T v[1] = {value};
-  detail::ordered_combine_lines<Op, T, BX, BY, AXIS, 1>(partials, counters, nslots, slot, leader, o, v, out);
+  detail::ordered_combine_lines<Op, T, BX, BY, AXIS, 1>(partials, counters, nslots, nouts, slot, leader, o, v, out);
 }
 
 // ordered_combine_block for a y-reduce whose thread owns V outputs `oidx[0..V)` (the lanes of its
@@ -775,10 +839,10 @@ __device__ __forceinline__ void ordered_combine_block(T* partials, unsigned int*
 // same fixed order per output, but one fence, one count and one block reduction per block instead
 // of V of each.
 template <class Op, class T, int BX, int BY, int V, class TOut, class Idx>
-__device__ __forceinline__ void ordered_combine_block_lanes(T* partials, unsigned int* counters, int nslots, int slot,
-                                                            bool leader, const Idx (&oidx)[V], const T (&value)[V],
-                                                            TOut* out) {
-  detail::ordered_combine_lines<Op, T, BX, BY, 1, V>(partials, counters, nslots, slot, leader, oidx, value, out);
+__device__ __forceinline__ void ordered_combine_block_lanes(T* partials, unsigned int* counters, int nslots,
+                                                            long long nouts, int slot, bool leader, const Idx (&oidx)[V],
+                                                            const T (&value)[V], TOut* out) {
+  detail::ordered_combine_lines<Op, T, BX, BY, 1, V>(partials, counters, nslots, nouts, slot, leader, oidx, value, out);
 }
 
 // One thread per (block, output) calls this.  `partials` (global, nslots
