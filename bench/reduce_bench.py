@@ -2,7 +2,8 @@
 """One process, one method: times polyk's launchers (loaded from shared libraries), CUB
 (bench/cub_peer.cu), torch eager and torch.compile on the same inputs with
 triton.testing.do_bench (CUDA events, warm-up, L2 flushed between repetitions, median of at
-least 100), plus a device copy (bandwidth ceiling) and an empty kernel (launch floor).
+least 100), plus a device copy (bandwidth ceiling), a copy moving each large case's bytes (the
+ceiling at that size) and an empty kernel (launch floor).
 
 Usage: reduce_bench.py LIBDIR CSV [--variants a,b,..] [--only SUBSTR,..] [--no-compile]
   LIBDIR/default/lib<case>.so is polyk as the toolchain builds it by default; LIBDIR/<v>/lib<case>.so
@@ -115,6 +116,20 @@ def main():
     nothing = torch.empty(0, device="cuda")
     t_nothing = median_us(lambda: nothing.add_(1))
 
+    # A device copy moving a case's bytes (half read, half written) under the same method: the
+    # fixed costs of one launch after the flush (events, launch, the flush's dirty lines in L2)
+    # weigh on it as on the case, which the 1 GiB copy spreads over 2 GiB. Cases >= 64 MiB only.
+    same_size = {}
+
+    def copy_us(nbytes):
+        if nbytes not in same_size:
+            src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8).random_()
+            dst = torch.empty_like(src)
+            same_size[nbytes] = median_us(lambda: dst.copy_(src))
+            row(csv, "ceiling", "copy_%d" % (2 * src.numel()), "copy", same_size[nbytes], 2 * src.numel())
+            del src, dst
+        return same_size[nbytes]
+
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     table = []
     for c in cases.all_cases(root):
@@ -186,17 +201,20 @@ def main():
         best = min(peers)
         ratio = best / t_polyk if t_polyk else 0.0
         frac = nbytes / (t_polyk * 1e-6) / copy_bw if t_polyk else 0.0
-        table.append((c["suite"], name, t_polyk, t_torch, t_comp, t_cub, ratio, frac, nbytes, ok, err))
+        same = copy_us(nbytes) / t_polyk if t_polyk and nbytes >= 64 * 2**20 else None
+        table.append((c["suite"], name, t_polyk, t_torch, t_comp, t_cub, ratio, frac, nbytes, ok, err, same))
         print("%-34s %s" % (name, "polyk %.2f torch %.2f compile %s cub %s" % (
             t_polyk or -1, t_torch, "%.2f" % t_comp if t_comp else "-", "%.2f" % t_cub if t_cub else "-")), flush=True)
 
     fmt = lambda t: "%9.2f" % t if t else "%9s" % "-"  # noqa: E731
     print(f"\ncopy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write), empty kernel {t_empty:.2f} us"
           f" (no kernel: {t_nothing:.2f} us)")
-    print("%-30s %9s %9s %9s %9s %6s %5s %6s %s" % ("case", "polyk", "torch", "compile", "cub", "ratio", "bw", "/empty", "check"))
-    for suite, n, tp, tt, tc, tb, ratio, frac, nb, ok, err in table:
-        print("%-30s %s %s %s %s %6.2f %4.0f%% %6.1f %s" % (n, fmt(tp), fmt(tt), fmt(tc), fmt(tb), ratio, 100 * frac,
-                                                          (tp or 0) / t_empty, "ok" if ok else "WRONG %.2g" % (err or -1)))
+    print("%-30s %9s %9s %9s %9s %6s %5s %5s %6s %s" % ("case", "polyk", "torch", "compile", "cub", "ratio", "bw", "@size",
+                                                        "/empty", "check"))
+    for suite, n, tp, tt, tc, tb, ratio, frac, nb, ok, err, same in table:
+        print("%-30s %s %s %s %s %6.2f %4.0f%% %5s %6.1f %s" % (
+            n, fmt(tp), fmt(tt), fmt(tc), fmt(tb), ratio, 100 * frac, "%4.0f%%" % (100 * same) if same else "-",
+            (tp or 0) / t_empty, "ok" if ok else "WRONG %.2g" % (err or -1)))
     for suite in ("single", "subgraph", None):
         rs = [t for t in table if suite is None or t[0] == suite]
         if not rs:
@@ -208,6 +226,8 @@ def main():
             sum(not t[9] for t in rs)))
     big = [t for t in table if t[8] >= 64 * 2**20]
     print("cases moving >= 64 MiB at >= 92%% of copy bandwidth: %d of %d" % (sum(t[7] >= 0.92 for t in big), len(big)))
+    print("the same cases within 92%% of a copy moving their bytes (@size): %d of %d" % (
+        sum(t[11] is not None and t[11] >= 0.92 for t in big), len(big)))
 
 
 if __name__ == "__main__":

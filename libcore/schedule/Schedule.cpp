@@ -133,6 +133,10 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
         narrowest = std::min(narrowest, dtypeBytes(t->type));
   }
   int v = 16 / narrowest;
+  // 1-byte columns: at most 4 a thread. Twice the threads over the same columns, each doing half
+  // the per-byte work (bool [1024, 131072] over dim 0: vector[8], 512 blocks, 45% achieved
+  // occupancy, 57.2 us; vector[4], 1024 blocks, 54.5 us; H100, bench/results/2026-11-22-h100-epilogue.txt, F).
+  if (columns && narrowest == 1) v = std::min(v, 4);
   long long P = shape.extent[c];
   // V must divide the extent (a y-reduce's thread must own a whole vector of outputs), and a
   // y-reduce's columns alone must still give 2 blocks per SM (column tiles of columnThreads(P, V)
