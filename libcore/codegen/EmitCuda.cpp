@@ -347,8 +347,8 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
         // Every thread takes part: the last block combines the partials with the whole line.
         std::string axis = kc.reduceAxis == "y" ? "1" : "0";
         o += pad + "polyk::ordered_combine_block<" + op + ", " + dims + ", " + axis + ">(partials_" + n + ", counter_" + n + ", (int)(" +
-             blocksPerOutput(kc) + "), " + elementsExpr(out) + ", (int)b_" + kc.reduceBlockAxis + ", " + leader + ", " + oidxL + ", " + value + ", " + out.name +
-             ");\n";
+             blocksPerOutput(kc) + "), " + elementsExpr(out) + ", (int)b_" + kc.reduceBlockAxis + ", " + leader + ", " + oidxL +
+             ", " + value + ", " + out.name + ");\n";
         break;
       }
       }
