@@ -701,20 +701,27 @@ __device__ __forceinline__ T load_cg(const T* p) {
 }  // namespace detail
 
 namespace detail {
-// V consecutive elements at p (aligned to their size) through L2, in 16-, 8- or 4-byte pieces.
+// How V consecutive T move as one access: `bytes` in pieces of `piece` bytes (16, 8 or 4; 0:
+// element by element), each a P.
+template <class T, int V>
+struct LanePieces {
+  static constexpr int bytes = int(sizeof(T)) * V;
+  static constexpr int piece = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+  using P = std::conditional_t<piece == 16, uint4, std::conditional_t<piece == 8, uint2, unsigned int>>;
+};
+
+// V consecutive elements at p (aligned to their size) through L2.
 template <class T, int V>
 __device__ __forceinline__ void load_lanes_cg(const T* p, T (&v)[V]) {
-  constexpr int bytes = int(sizeof(T)) * V;
-  constexpr int piece = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
-  if constexpr (piece == 0) {
+  using L = LanePieces<T, V>;
+  if constexpr (L::piece == 0) {
 #pragma unroll
     for (int l = 0; l < V; ++l) v[l] = load_cg(p + l);
   } else {
-    using P = std::conditional_t<piece == 16, uint4, std::conditional_t<piece == 8, uint2, unsigned int>>;
 #pragma unroll
-    for (int i = 0; i < bytes / piece; ++i) {
-      const P u = __ldcg(reinterpret_cast<const P*>(p) + i);
-      memcpy(reinterpret_cast<char*>(v) + piece * i, &u, piece);
+    for (int i = 0; i < L::bytes / L::piece; ++i) {
+      const typename L::P u = __ldcg(reinterpret_cast<const typename L::P*>(p) + i);
+      memcpy(reinterpret_cast<char*>(v) + L::piece * i, &u, L::piece);
     }
   }
 }
@@ -722,18 +729,16 @@ __device__ __forceinline__ void load_lanes_cg(const T* p, T (&v)[V]) {
 // The store of load_lanes_cg.
 template <class T, int V>
 __device__ __forceinline__ void store_lanes(T* p, const T (&v)[V]) {
-  constexpr int bytes = int(sizeof(T)) * V;
-  constexpr int piece = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
-  if constexpr (piece == 0) {
+  using L = LanePieces<T, V>;
+  if constexpr (L::piece == 0) {
 #pragma unroll
     for (int l = 0; l < V; ++l) p[l] = v[l];
   } else {
-    using P = std::conditional_t<piece == 16, uint4, std::conditional_t<piece == 8, uint2, unsigned int>>;
 #pragma unroll
-    for (int i = 0; i < bytes / piece; ++i) {
-      P u;
-      memcpy(&u, reinterpret_cast<const char*>(v) + piece * i, piece);
-      reinterpret_cast<P*>(p)[i] = u;
+    for (int i = 0; i < L::bytes / L::piece; ++i) {
+      typename L::P u;
+      memcpy(&u, reinterpret_cast<const char*>(v) + L::piece * i, L::piece);
+      reinterpret_cast<typename L::P*>(p)[i] = u;
     }
   }
 }
