@@ -383,6 +383,12 @@ __device__ __forceinline__ void atomic_combine(T* addr, T val) {
 // `Stream`: the program reads these elements once, so the load allocates nothing in L1 and
 // marks its L2 lines evict-first (what Triton's eviction_policy='evict_first' emits), leaving
 // the lines other kernels wrote or will read in L2 (EmitCuda.cpp, streamedTensors).
+namespace detail {
+// The unsigned word of a B-byte access (B = 4, 8 or 16).
+template <int B>
+using word_t = std::conditional_t<B == 16, uint4, std::conditional_t<B == 8, uint2, unsigned int>>;
+}  // namespace detail
+
 template <class T, int V>
 struct Vec {
   alignas(sizeof(T) * V) T v[V];
@@ -393,7 +399,7 @@ template <int V, bool Stream = false, class T>
 __device__ __forceinline__ Vec<T, V> load_vec(const T* p) {
   constexpr int B = int(sizeof(T)) * V;
   static_assert(B == 4 || B == 8 || B == 16, "polyk: a vector load is 4, 8 or 16 bytes");
-  using W = std::conditional_t<B == 16, uint4, std::conditional_t<B == 8, uint2, unsigned int>>;
+  using W = detail::word_t<B>;
   W w;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (Stream) {
@@ -701,13 +707,13 @@ __device__ __forceinline__ T load_cg(const T* p) {
 }  // namespace detail
 
 namespace detail {
-// How V consecutive T move as one access: `bytes` in pieces of `piece` bytes (16, 8 or 4; 0:
-// element by element), each a P.
+// How V consecutive T move: `bytes` in pieces of `piece` bytes (16, 8 or 4; 0: element by
+// element), each a word P (as load_vec's).
 template <class T, int V>
 struct LanePieces {
   static constexpr int bytes = int(sizeof(T)) * V;
   static constexpr int piece = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
-  using P = std::conditional_t<piece == 16, uint4, std::conditional_t<piece == 8, uint2, unsigned int>>;
+  using P = word_t<piece>;
 };
 
 // V consecutive elements at p (aligned to their size) through L2.
