@@ -22,7 +22,7 @@ fi
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1
 ls "$dir"/*.cu | xargs -P 16 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || echo 'nvcc failed: {}'"
-printf '\n%-32s %-6s %-10s %-10s %s\n' example result max_err median_us bits_stable
+printf '\n%-32s %-6s %-10s %-10s %-12s %s\n' example result max_err median_us bits_stable streams
 rm -f "$dir/.failed"
 # Programs with symbolic extents also run at other values than their defaults.
 runs() {
@@ -43,10 +43,11 @@ for cu in "$dir"/*.cu; do
   err=$(echo "$line" | sed -n 's/.*max_err=\([^ ]*\).*/\1/p')
   t=$(echo "$line" | sed -n 's/.*median_us=\([^ ]*\).*/\1/p')
   stable=$(echo "$line" | sed -n 's/.*bits_stable=\([^ ]*\).*/\1/p')
+  streams=$(echo "$line" | sed -n 's/.*streams=\([^ ]*\).*/\1/p')
   [ "$res" = PASS ] || { echo 1 > "$dir/.failed"; echo "$line" >&2; }
   # run_to_run builds (*.det) must give the same bits on every run.
   case "$name" in *.det*) [ "$stable" = 1 ] || { echo 1 > "$dir/.failed"; res="${res}!"; } ;; esac
-  printf '%-32s %-6s %-10s %-10s %s\n' "$name" "${res:-ERROR}" "${err:--}" "${t:--}" "${stable:--}"
+  printf '%-32s %-6s %-10s %-10s %-12s %s\n' "$name" "${res:-ERROR}" "${err:--}" "${t:--}" "${stable:--}" "${streams:--}"
  done
 done
 [ ! -e "$dir/.failed" ] || { rm -f "$dir/.failed"; exit 1; }

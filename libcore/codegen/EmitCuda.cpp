@@ -556,18 +556,14 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     for (const auto &name : kc.statements) {
       const ScopStatement *st = s.statement(name);
       if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Ordered) continue;
-      // Scratch kept across launches (the last block resets each counter for the next launch),
-      // grown when symbolic extents ask for more. One launcher call at a time.
+      // Scratch per device and stream, kept across launches (polyk::OrderedScratch).
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
-      std::string T = computeCType(computeType(out.type)), n = elementsExpr(out), slots = "(" + blocksPerOutput(kc) + ")";
-      o += "  static " + T + " *partials_" + name + " = nullptr;\n  static unsigned int *counter_" + name + " = nullptr;\n";
-      o += "  static long long capacity_" + name + " = 0;\n";
-      o += "  if ((long long)" + n + " * " + slots + " > capacity_" + name + ") {\n";
-      o += "    cudaFree(partials_" + name + ");\n    cudaFree(counter_" + name + ");\n";
-      o += "    capacity_" + name + " = (long long)" + n + " * " + slots + ";\n";
-      o += "    if ((err = cudaMalloc((void **)&partials_" + name + ", sizeof(" + T + ") * capacity_" + name + ")) != cudaSuccess) return err;\n";
-      o += "    if ((err = cudaMalloc((void **)&counter_" + name + ", sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n";
-      o += "    if ((err = cudaMemset(counter_" + name + ", 0, sizeof(unsigned int) * " + n + ")) != cudaSuccess) return err;\n  }\n";
+      std::string T = computeCType(computeType(out.type)), n = "(long long)" + elementsExpr(out);
+      std::string p = "partials_" + name, c = "counter_" + name;
+      o += "  static polyk::OrderedScratch<" + T + "> scratch_" + name + ";\n";
+      o += "  " + T + " *" + p + " = nullptr;\n  unsigned int *" + c + " = nullptr;\n";
+      o += "  if ((err = scratch_" + name + ".get(stream, " + n + " * (" + blocksPerOutput(kc) + "), " + n + ", &" + p +
+           ", &" + c + ")) != cudaSuccess)\n    return err;\n";
       extra += ", partials_" + name + ", counter_" + name;
     }
     std::string launch = "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + kc.grid[2] + "), dim3(" +

@@ -36,11 +36,13 @@ std::string fillRange(const Scop &s, DType t) {
   return product ? "0.999, 1.001" : "-1, 1";
 }
 
-std::string hostArgs(const Scop &s, const char *outPrefix) {
+/// The parameters, then each input and output tensor under its prefix (the launcher's and the
+/// reference's argument order).
+std::string args(const Scop &s, const std::string &inPrefix, const std::string &outPrefix) {
   std::string a;
   for (const auto &[name, value] : s.params) a += std::string(a.empty() ? "" : ", ") + name;
   for (const auto &t : s.tensors)
-    if (t.role != Role::Temporary) a += std::string(a.empty() ? "" : ", ") + (t.role == Role::Input ? "h_" : outPrefix) + t.name;
+    if (t.role != Role::Temporary) a += std::string(a.empty() ? "" : ", ") + (t.role == Role::Input ? inPrefix : outPrefix) + t.name;
   return a;
 }
 
@@ -70,7 +72,7 @@ std::string setUp(const Scop &s) {
            " *)malloc(sizeof(" + cStorageType(t.type) + ") * n_" + t.name + ");\n";
     }
   }
-  o += "  polyk_" + s.name + "_ref(" + hostArgs(s, "r_") + ");\n";
+  o += "  polyk_" + s.name + "_ref(" + args(s, "h_", "r_") + ");\n";
   return o;
 }
 
@@ -89,17 +91,90 @@ long long reductionLength(const Scop &s) {
   return longest;
 }
 
-std::string compareOutputs(const Scop &s, const char *gotPrefix, const EmitOptions &opt) {
+/// Declares `pass` and `worst` and compares each output gotPrefix<name> with refPrefix<name>.
+std::string compareOutputs(const Scop &s, const std::string &gotPrefix, const std::string &refPrefix,
+                           const EmitOptions &opt) {
   std::string o = "  int pass = 1;\n  double worst = 0;\n";
   std::string length = std::to_string(reductionLength(s)) + ".0";
   for (const auto &t : s.tensors) {
     if (t.role != Role::Output) continue;
-    o += "  {\n    double err = polyk_compare(" + std::string(gotPrefix) + t.name + ", r_" + t.name + ", n_" + t.name + ", " +
+    o += "  {\n    double err = polyk_compare(" + gotPrefix + t.name + ", " + refPrefix + t.name + ", n_" + t.name + ", " +
          dtypeEnum(t.type) + ");\n";
     o += "    if (!(err <= polyk_tolerance(" + std::string(dtypeEnum(t.type)) + ", " + length + ", " +
          (opt.accumulate == "input" ? "1" : "0") + "))) pass = 0;\n";
     o += "    if (!(err <= worst)) worst = err;\n  }\n";
   }
+  return o;
+}
+
+/// Launches in flight on two streams at once, each with its own input and outputs, must share no
+/// state (the ordered return's scratch is per stream). Both streams wait for one event that a
+/// spinning kernel holds back, so their launches start together; four rounds, each compared with
+/// its reference. `streams` is 1 when all agree, 0 when not, -1 when skipped (inputs over 256 MiB).
+std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
+  std::string inBytes = "0", o;
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Input) inBytes += " + sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+  o += "  int streams = -1;\n  if (" + inBytes + " <= ((size_t)256 << 20)) {\n";
+  o += "    cudaStream_t sa, sb, sh;\n    cudaEvent_t go;\n";
+  o += "    POLYK_CHECK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));\n";
+  o += "    POLYK_CHECK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));\n";
+  o += "    POLYK_CHECK(cudaStreamCreateWithFlags(&sh, cudaStreamNonBlocking));\n";
+  o += "    POLYK_CHECK(cudaEventCreateWithFlags(&go, cudaEventDisableTiming));\n";
+  int k = 0;
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    std::string ty = cStorageType(t.type), dty = cudaStorageType(t.type), bytes = "sizeof(" + ty + ") * n_" + t.name;
+    if (t.role == Role::Input) {
+      o += "    " + ty + " *h2_" + t.name + " = (" + ty + " *)malloc(" + bytes + ");\n";
+      o += "    polyk_fill(h2_" + t.name + ", n_" + t.name + ", " + dtypeEnum(t.type) + ", seed + " + std::to_string(1000 + k++) +
+           ", " + fillRange(s, t.type) + ");\n";
+    } else {
+      for (const char *pre : {"q_", "a_", "b_"})
+        o += "    " + ty + " *" + pre + t.name + " = (" + ty + " *)malloc(" + bytes + ");\n";
+    }
+    o += "    " + dty + " *d2_" + t.name + " = 0;\n    POLYK_CHECK(cudaMalloc((void **)&d2_" + t.name + ", " + bytes + "));\n";
+    if (t.role == Role::Input)
+      o += "    POLYK_CHECK(cudaMemcpy(d2_" + t.name + ", h2_" + t.name + ", " + bytes + ", cudaMemcpyHostToDevice));\n";
+  }
+  o += "    polyk_" + s.name + "_ref(" + args(s, "h2_", "q_") + ");\n";
+  o += "    streams = 1;\n    for (int round = 0; round < 4; ++round) {\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output) {
+      std::string bytes = "sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+      o += "      POLYK_CHECK(cudaMemset(d_" + t.name + ", 0xFF, " + bytes + "));\n";
+      o += "      POLYK_CHECK(cudaMemset(d2_" + t.name + ", 0xFF, " + bytes + "));\n";
+    }
+  o += "      polyk_hold<<<1, 1, 0, sh>>>(2000000);\n      POLYK_CHECK(cudaEventRecord(go, sh));\n";
+  o += "      POLYK_CHECK(cudaStreamWaitEvent(sa, go, 0));\n      POLYK_CHECK(cudaStreamWaitEvent(sb, go, 0));\n";
+  o += "      POLYK_CHECK(polyk_" + s.name + "(" + args(s, "d_", "d_") + ", sa));\n";
+  o += "      POLYK_CHECK(polyk_" + s.name + "(" + args(s, "d2_", "d2_") + ", sb));\n";
+  o += "      POLYK_CHECK(cudaDeviceSynchronize());\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output) {
+      std::string bytes = "sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+      o += "      POLYK_CHECK(cudaMemcpy(a_" + t.name + ", d_" + t.name + ", " + bytes + ", cudaMemcpyDeviceToHost));\n";
+      o += "      POLYK_CHECK(cudaMemcpy(b_" + t.name + ", d2_" + t.name + ", " + bytes + ", cudaMemcpyDeviceToHost));\n";
+    }
+  for (const auto &[got, ref] : {std::pair{"a_", "r_"}, std::pair{"b_", "q_"}}) {
+    std::string cmp = compareOutputs(s, got, ref, opt) + "  if (!pass) streams = 0;\n";
+    o += "      {\n";
+    for (size_t at = 0, nl; (nl = cmp.find('\n', at)) != std::string::npos; at = nl + 1)
+      o += "      " + cmp.substr(at, nl + 1 - at);
+    o += "      }\n";
+  }
+  o += "    }\n";
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    o += "    POLYK_CHECK(cudaFree(d2_" + t.name + "));\n";
+    if (t.role == Role::Input)
+      o += "    free(h2_" + t.name + ");\n";
+    else
+      o += "    free(q_" + t.name + ");\n    free(a_" + t.name + ");\n    free(b_" + t.name + ");\n";
+  }
+  o += "    POLYK_CHECK(cudaEventDestroy(go));\n";
+  o += "    POLYK_CHECK(cudaStreamDestroy(sa));\n    POLYK_CHECK(cudaStreamDestroy(sb));\n    POLYK_CHECK(cudaStreamDestroy(sh));\n";
+  o += "  }\n  if (streams == 0) pass = 0;\n";
   return o;
 }
 
@@ -112,8 +187,8 @@ std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOpt
       o += "  " + std::string(cStorageType(t.type)) + " *c_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * n_" + t.name + ");\n  memset(c_" + t.name + ", 0xFF, sizeof(" + cStorageType(t.type) +
            ") * n_" + t.name + "); /* poison */\n";
-  o += "  polyk_" + s.name + "_" + suffix + "(" + hostArgs(s, "c_") + ");\n";
-  o += compareOutputs(s, "c_", opt);
+  o += "  polyk_" + s.name + "_" + suffix + "(" + args(s, "h_", "c_") + ");\n";
+  o += compareOutputs(s, "c_", "r_", opt);
   o += "  printf(\"%s " + s.name + " (" + suffix + ") max_err=%.3g\\n\", pass ? \"PASS\" : \"FAIL\", worst);\n";
   o += "  return pass ? 0 : 1;\n}\n";
   return o;
@@ -123,6 +198,8 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
   int reps = opt.repetitions;
   std::string o = "\n#define POLYK_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \\\n"
                   "  fprintf(stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString(e_)); return 2; } } while (0)\n\n";
+  o += "/* Holds its stream for `ns` nanoseconds (the streams check starts two launches together). */\n"
+       "__global__ void polyk_hold(long long ns) {\n  for (long long t = 0; t < ns; t += 1000) __nanosleep(1000);\n}\n\n";
   o += "int main(int argc, char **argv) {\n" + setUp(s);
   std::string devArgs;
   for (const auto &[name, value] : s.params) devArgs += std::string(devArgs.empty() ? "" : ", ") + name;
@@ -146,7 +223,8 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
     o += "  POLYK_CHECK(cudaMemcpy(g_" + t.name + ", d_" + t.name + ", sizeof(" + ty + ") * n_" + t.name +
          ", cudaMemcpyDeviceToHost));\n";
   }
-  o += compareOutputs(s, "g_", opt);
+  o += compareOutputs(s, "g_", "r_", opt);
+  o += streamsCheck(s, opt);
   // Timing: L2 flushed by a 256 MiB memset before each run, events around the launcher alone.
   o += "  const int reps = argc > 2 ? atoi(argv[2]) : " + std::to_string(reps) + ";\n";
   o += "  void *flush = 0;\n  const size_t flushBytes = 256u << 20;\n  POLYK_CHECK(cudaMalloc(&flush, flushBytes));\n";
@@ -169,7 +247,7 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
     o += "    POLYK_CHECK(cudaMemcpy(again, d_" + t.name + ", sizeof(" + ty + ") * n_" + t.name + ", cudaMemcpyDeviceToHost));\n";
     o += "    if (memcmp(again, g_" + t.name + ", sizeof(" + ty + ") * n_" + t.name + ") != 0) stable = 0;\n    free(again);\n  }\n";
   }
-  o += "  printf(\"%s " + s.name + " max_err=%.3g median_us=%.2f bits_stable=%d\\n\", pass ? \"PASS\" : \"FAIL\", worst, med, stable);\n";
+  o += "  printf(\"%s " + s.name + " max_err=%.3g median_us=%.2f bits_stable=%d streams=%d\\n\", pass ? \"PASS\" : \"FAIL\", worst, med, stable, streams);\n";
   o += "  return pass ? 0 : 1;\n}\n";
   return o;
 }

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace polyk;
@@ -819,6 +820,63 @@ void test_load_vec_both() {
   test_load_vec<T, V, true>();
 }
 
+// ---------------------------------------------------------------------------
+// OrderedScratch: one set of partials and zeroed counters per stream, reused on that stream,
+// grown (counters alone too) in stream order, never made during a graph capture.
+// ---------------------------------------------------------------------------
+static bool counters_zero(const unsigned int* c, long long n, cudaStream_t s) {
+  CK(cudaStreamSynchronize(s));
+  Buf<unsigned int> h = d2h(c, (size_t)n);
+  return std::all_of(h.begin(), h.end(), [](unsigned int v) { return v == 0u; });
+}
+
+void test_ordered_scratch() {
+  OrderedScratch<float> scratch;
+  cudaStream_t sa, sb;
+  CK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+  float *pa = nullptr, *pb = nullptr, *p = nullptr;
+  unsigned int *ca = nullptr, *cb = nullptr, *c = nullptr;
+  CK(scratch.get(sa, 100, 10, &pa, &ca));
+  CK(scratch.get(sb, 100, 10, &pb, &cb));
+  report(pa && pb && pa != pb && ca != cb && counters_zero(ca, 10, sa) && counters_zero(cb, 10, sb),
+         "OrderedScratch: two streams get two zeroed sets", 0);
+  CK(scratch.get(sa, 60, 10, &p, &c));
+  report(p == pa && c == ca, "OrderedScratch: a stream's set is reused when it is large enough", 0);
+  // More outputs with fewer slots each: the partials fit, the counters must still grow.
+  CK(scratch.get(sa, 50, 1000, &p, &c));
+  report(p == pa && c != ca && counters_zero(c, 1000, sa), "OrderedScratch: counters grow on their own, zeroed", 0);
+  ca = c;
+  CK(scratch.get(sa, 5000, 1000, &p, &c));
+  report(p != pa && c == ca, "OrderedScratch: partials grow on their own", 0);
+  pa = p;
+  // The per-thread default stream is one stream per host thread: two sets.
+  float* pt[2] = {};
+  unsigned int* ct[2] = {};
+  cudaError_t et[2] = {};
+  std::thread t0([&] { et[0] = scratch.get(cudaStreamPerThread, 8, 8, &pt[0], &ct[0]); });
+  std::thread t1([&] { et[1] = scratch.get(cudaStreamPerThread, 8, 8, &pt[1], &ct[1]); });
+  t0.join();
+  t1.join();
+  report(et[0] == cudaSuccess && et[1] == cudaSuccess && pt[0] != pt[1] && ct[0] != ct[1],
+         "OrderedScratch: the per-thread default streams of two threads get two sets", 0);
+  // During a capture, the stream's existing set is handed out; a new or larger one is refused.
+  cudaGraph_t graph = nullptr;
+  CK(cudaStreamBeginCapture(sa, cudaStreamCaptureModeGlobal));
+  const cudaError_t fits = scratch.get(sa, 5000, 1000, &p, &c);
+  const bool same = p == pa && c == ca;
+  const cudaError_t grows = scratch.get(sa, 10000, 1000, &p, &c);
+  const cudaError_t end = cudaStreamEndCapture(sa, &graph);
+  if (graph) CK(cudaGraphDestroy(graph));
+  (void)cudaGetLastError();
+  report(fits == cudaSuccess && same && grows == cudaErrorStreamCaptureUnsupported && end == cudaSuccess,
+         std::string("OrderedScratch: under capture, existing set ") + cudaGetErrorString(fits) + ", growth " +
+             cudaGetErrorString(grows) + ", end capture " + cudaGetErrorString(end),
+         0);
+  CK(cudaStreamDestroy(sa));
+  CK(cudaStreamDestroy(sb));
+}
+
 int main() {
   int ndev = 0;
   CK(cudaGetDeviceCount(&ndev));
@@ -904,6 +962,8 @@ int main() {
   test_load_vec_both<double, 2>();
   test_load_vec_both<bool, 16>();
   test_load_vec_both<bool, 4>();
+
+  test_ordered_scratch();
 
   finish_and_exit(g_fail == 0 ? 0 : 1);
 }

@@ -32,7 +32,9 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 #ifdef POLYK_BLOCK_REDUCE_CUB
 #include <cub/block/block_reduce.cuh>
@@ -878,6 +880,68 @@ __device__ void ordered_combine(T* partials, unsigned int* counter, int slot, in
     atomicExch(counter, 0u);
   }
 }
+
+// The scratch of one launcher's ordered return (host side): partials and their counters, one set
+// per device and stream. Launches on one stream run in order and share the stream's set (the last
+// block of each output resets its counter for the next launch); launches on other streams or
+// devices get their own, so a launcher may run on several streams at once and be called from
+// several host threads. A set is allocated, grown and zeroed in stream order (cudaMallocAsync /
+// cudaFreeAsync / cudaMemsetAsync on the launch's stream), so a launch after a growth never sees
+// memory that an earlier launch on the stream still uses. A set cannot be made while the stream
+// is being captured into a graph: call the launcher once on that stream before capturing.
+// Sets live until the process ends; a destroyed stream's set is not reclaimed.
+template <class T>
+class OrderedScratch {
+ public:
+  cudaError_t get(cudaStream_t stream, long long npartials, long long ncounters, T** partials,
+                  unsigned int** counters) {
+    int device = 0;
+    unsigned long long id = 0;
+    cudaError_t err;
+    if ((err = cudaGetDevice(&device)) != cudaSuccess || (err = cudaStreamGetId(stream, &id)) != cudaSuccess)
+      return err;
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t i = 0;
+    while (i < sets_.size() && !(sets_[i].device == device && sets_[i].stream == id)) ++i;
+    if (i == sets_.size()) sets_.push_back(Set{device, id});
+    Set& set = sets_[i];
+    if (npartials > set.npartials || ncounters > set.ncounters) {
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return err;
+      if (capture != cudaStreamCaptureStatusNone) return cudaErrorStreamCaptureUnsupported;
+    }
+    if (npartials > set.npartials) {
+      if (set.partials && (err = cudaFreeAsync(set.partials, stream)) != cudaSuccess) return err;
+      set.partials = nullptr;
+      set.npartials = 0;
+      if ((err = cudaMallocAsync((void**)&set.partials, sizeof(T) * npartials, stream)) != cudaSuccess) return err;
+      set.npartials = npartials;
+    }
+    if (ncounters > set.ncounters) {
+      if (set.counters && (err = cudaFreeAsync(set.counters, stream)) != cudaSuccess) return err;
+      set.counters = nullptr;
+      set.ncounters = 0;
+      if ((err = cudaMallocAsync((void**)&set.counters, sizeof(unsigned int) * ncounters, stream)) != cudaSuccess ||
+          (err = cudaMemsetAsync(set.counters, 0, sizeof(unsigned int) * ncounters, stream)) != cudaSuccess)
+        return err;
+      set.ncounters = ncounters;
+    }
+    *partials = set.partials;
+    *counters = set.counters;
+    return cudaSuccess;
+  }
+
+ private:
+  struct Set {
+    int device;
+    unsigned long long stream;  // cudaStreamGetId: unique for the process, unlike a handle
+    T* partials = nullptr;
+    unsigned int* counters = nullptr;
+    long long npartials = 0, ncounters = 0;
+  };
+  std::mutex mutex_;
+  std::vector<Set> sets_;
+};
 
 }  // namespace polyk
 
