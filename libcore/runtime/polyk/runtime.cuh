@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -887,23 +888,29 @@ __device__ void ordered_combine(T* partials, unsigned int* counter, int slot, in
 // devices get their own, so a launcher may run on several streams at once and be called from
 // several host threads. A set is allocated, grown and zeroed in stream order (cudaMallocAsync /
 // cudaFreeAsync / cudaMemsetAsync on the launch's stream), so a launch after a growth never sees
-// memory that an earlier launch on the stream still uses. A set cannot be made while the stream
-// is being captured into a graph: call the launcher once on that stream before capturing.
-// Sets live until the process ends; a destroyed stream's set is not reclaimed.
+// memory that an earlier launch on the stream still uses. Streams are told apart by handle (CUDA
+// frees a destroyed stream, and so its handle, only once its work is done; cudaStreamGetId is not
+// allowed during a graph capture) and, for a per-thread default stream, by host thread. A set
+// cannot be made or grown while the stream is being captured into a graph: call the launcher once
+// on that stream before capturing. Sets live until the process ends.
 template <class T>
 class OrderedScratch {
  public:
   cudaError_t get(cudaStream_t stream, long long npartials, long long ncounters, T** partials,
                   unsigned int** counters) {
     int device = 0;
-    unsigned long long id = 0;
     cudaError_t err;
-    if ((err = cudaGetDevice(&device)) != cudaSuccess || (err = cudaStreamGetId(stream, &id)) != cudaSuccess)
-      return err;
+    if ((err = cudaGetDevice(&device)) != cudaSuccess) return err;
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    const bool per_thread = stream == cudaStreamPerThread || stream == nullptr;
+#else
+    const bool per_thread = stream == cudaStreamPerThread;
+#endif
+    const std::thread::id thread = per_thread ? std::this_thread::get_id() : std::thread::id();
     std::lock_guard<std::mutex> lock(mutex_);
     size_t i = 0;
-    while (i < sets_.size() && !(sets_[i].device == device && sets_[i].stream == id)) ++i;
-    if (i == sets_.size()) sets_.push_back(Set{device, id});
+    while (i < sets_.size() && !(sets_[i].device == device && sets_[i].stream == stream && sets_[i].thread == thread)) ++i;
+    if (i == sets_.size()) sets_.push_back(Set{device, stream, thread});
     Set& set = sets_[i];
     if (npartials > set.npartials || ncounters > set.ncounters) {
       cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -934,7 +941,8 @@ class OrderedScratch {
  private:
   struct Set {
     int device;
-    unsigned long long stream;  // cudaStreamGetId: unique for the process, unlike a handle
+    cudaStream_t stream;
+    std::thread::id thread;  // the host thread of a per-thread default stream, else none
     T* partials = nullptr;
     unsigned int* counters = nullptr;
     long long npartials = 0, ncounters = 0;
