@@ -51,6 +51,8 @@ for key in sorted(total):
     print("%-10s %-15s %d/%d" % (key[0], key[1], ok[key], total[key]))
 for r in rows:
     if "2147483653" in r[0]: print("huge:", " ".join(r))
+streams = collections.Counter(next((f.split("=")[1] for f in r if f.startswith("streams=")), "?") for r in rows)
+print("two-stream check (streams=): %d agreed, %d failed, %d skipped (inputs over 256 MiB)" % (streams["1"], streams["0"], streams["-1"]))
 for b in bad[:40]: print("FAIL:", b)
 print("%d passed, %d failed" % (sum(ok.values()), sum(total.values()) - sum(ok.values())))
 PY
