@@ -46,6 +46,12 @@ std::string args(const Scop &s, const std::string &inPrefix, const std::string &
   return a;
 }
 
+/// A call of the launcher on device buffers `prefix`<name> and `stream`.
+std::string launch(const Scop &s, const std::string &prefix, const std::string &stream) {
+  std::string a = args(s, prefix, prefix);
+  return "polyk_" + s.name + "(" + a + (a.empty() ? "" : ", ") + stream + ")";
+}
+
 /// Buffers, filled inputs and the reference outputs; shared by both harnesses.
 std::string setUp(const Scop &s) {
   std::string o;
@@ -109,7 +115,7 @@ std::string compareOutputs(const Scop &s, const std::string &gotPrefix, const st
 
 /// Launches in flight on two streams at once, each with its own input and outputs, must share no
 /// state (the ordered return's scratch is per stream). Both streams wait for one event that a
-/// spinning kernel holds back, so their launches start together; four rounds, each compared with
+/// sleeping kernel holds back, so their launches start together; four rounds, each compared with
 /// its reference. `streams` is 1 when all agree, 0 when not, -1 when skipped (inputs over 256 MiB).
 std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
   std::string inBytes = "0", o;
@@ -147,8 +153,7 @@ std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
     }
   o += "      polyk_hold<<<1, 1, 0, sh>>>(2000000);\n      POLYK_CHECK(cudaEventRecord(go, sh));\n";
   o += "      POLYK_CHECK(cudaStreamWaitEvent(sa, go, 0));\n      POLYK_CHECK(cudaStreamWaitEvent(sb, go, 0));\n";
-  o += "      POLYK_CHECK(polyk_" + s.name + "(" + args(s, "d_", "d_") + ", sa));\n";
-  o += "      POLYK_CHECK(polyk_" + s.name + "(" + args(s, "d2_", "d2_") + ", sb));\n";
+  o += "      POLYK_CHECK(" + launch(s, "d_", "sa") + ");\n      POLYK_CHECK(" + launch(s, "d2_", "sb") + ");\n";
   o += "      POLYK_CHECK(cudaDeviceSynchronize());\n";
   for (const auto &t : s.tensors)
     if (t.role == Role::Output) {
@@ -201,8 +206,6 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
   o += "/* Holds its stream for `ns` nanoseconds (the streams check starts two launches together). */\n"
        "__global__ void polyk_hold(long long ns) {\n  for (long long t = 0; t < ns; t += 1000) __nanosleep(1000);\n}\n\n";
   o += "int main(int argc, char **argv) {\n" + setUp(s);
-  std::string devArgs;
-  for (const auto &[name, value] : s.params) devArgs += std::string(devArgs.empty() ? "" : ", ") + name;
   for (const auto &t : s.tensors) {
     if (t.role == Role::Temporary) continue;
     std::string ty = cudaStorageType(t.type);
@@ -212,9 +215,8 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
       o += "  POLYK_CHECK(cudaMemcpy(d_" + t.name + ", h_" + t.name + ", " + bytes + ", cudaMemcpyHostToDevice));\n";
     else
       o += "  POLYK_CHECK(cudaMemset(d_" + t.name + ", 0xFF, " + bytes + ")); /* poison */\n";
-    devArgs += std::string(devArgs.empty() ? "" : ", ") + "d_" + t.name;
   }
-  o += "  POLYK_CHECK(polyk_" + s.name + "(" + devArgs + (devArgs.empty() ? "" : ", ") + "0));\n";
+  o += "  POLYK_CHECK(" + launch(s, "d_", "0") + ");\n";
   o += "  POLYK_CHECK(cudaDeviceSynchronize());\n";
   for (const auto &t : s.tensors) {
     if (t.role != Role::Output) continue;
@@ -229,12 +231,12 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
   o += "  const int reps = argc > 2 ? atoi(argv[2]) : " + std::to_string(reps) + ";\n";
   o += "  void *flush = 0;\n  const size_t flushBytes = 256u << 20;\n  POLYK_CHECK(cudaMalloc(&flush, flushBytes));\n";
   o += "  cudaEvent_t start, stop;\n  POLYK_CHECK(cudaEventCreate(&start));\n  POLYK_CHECK(cudaEventCreate(&stop));\n";
-  o += "  for (int i = 0; i < 3; ++i) POLYK_CHECK(polyk_" + s.name + "(" + devArgs + (devArgs.empty() ? "" : ", ") + "0));\n";
+  o += "  for (int i = 0; i < 3; ++i) POLYK_CHECK(" + launch(s, "d_", "0") + ");\n";
   o += "  float *times = (float *)malloc(sizeof(float) * (reps > 0 ? reps : 1));\n";
   o += "  for (int r = 0; r < reps; ++r) {\n";
   o += "    POLYK_CHECK(cudaMemsetAsync(flush, r & 0xFF, flushBytes, 0));\n";
   o += "    POLYK_CHECK(cudaEventRecord(start, 0));\n";
-  o += "    POLYK_CHECK(polyk_" + s.name + "(" + devArgs + (devArgs.empty() ? "" : ", ") + "0));\n";
+  o += "    POLYK_CHECK(" + launch(s, "d_", "0") + ");\n";
   o += "    POLYK_CHECK(cudaEventRecord(stop, 0));\n    POLYK_CHECK(cudaEventSynchronize(stop));\n";
   o += "    POLYK_CHECK(cudaEventElapsedTime(&times[r], start, stop));\n  }\n";
   o += "  double med = reps > 0 ? polyk_median(times, reps) * 1000.0 : 0.0;\n";
