@@ -46,6 +46,9 @@ std::string args(const Scop &s, const std::string &inPrefix, const std::string &
   return a;
 }
 
+/// The bytes of tensor t's host (and device) buffer, n_<name> elements.
+std::string bytesOf(const TensorDecl &t) { return "sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name; }
+
 /// A call of the launcher on device buffers `prefix`<name> and `stream`.
 std::string launch(const Scop &s, const std::string &prefix, const std::string &stream) {
   std::string a = args(s, prefix, prefix);
@@ -120,7 +123,7 @@ std::string compareOutputs(const Scop &s, const std::string &gotPrefix, const st
 std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
   std::string inBytes = "0", o;
   for (const auto &t : s.tensors)
-    if (t.role == Role::Input) inBytes += " + sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+    if (t.role == Role::Input) inBytes += " + " + bytesOf(t);
   o += "  int streams = -1;\n  if (" + inBytes + " <= ((size_t)256 << 20)) {\n";
   o += "    cudaStream_t sa, sb, sh;\n    cudaEvent_t go;\n";
   o += "    POLYK_CHECK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));\n";
@@ -130,7 +133,7 @@ std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
   int k = 0;
   for (const auto &t : s.tensors) {
     if (t.role == Role::Temporary) continue;
-    std::string ty = cStorageType(t.type), dty = cudaStorageType(t.type), bytes = "sizeof(" + ty + ") * n_" + t.name;
+    std::string ty = cStorageType(t.type), dty = cudaStorageType(t.type), bytes = bytesOf(t);
     if (t.role == Role::Input) {
       o += "    " + ty + " *h2_" + t.name + " = (" + ty + " *)malloc(" + bytes + ");\n";
       o += "    polyk_fill(h2_" + t.name + ", n_" + t.name + ", " + dtypeEnum(t.type) + ", seed + " + std::to_string(1000 + k++) +
@@ -147,7 +150,7 @@ std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
   o += "    streams = 1;\n    for (int round = 0; round < 4; ++round) {\n";
   for (const auto &t : s.tensors)
     if (t.role == Role::Output) {
-      std::string bytes = "sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+      std::string bytes = bytesOf(t);
       o += "      POLYK_CHECK(cudaMemset(d_" + t.name + ", 0xFF, " + bytes + "));\n";
       o += "      POLYK_CHECK(cudaMemset(d2_" + t.name + ", 0xFF, " + bytes + "));\n";
     }
@@ -157,7 +160,7 @@ std::string streamsCheck(const Scop &s, const EmitOptions &opt) {
   o += "      POLYK_CHECK(cudaDeviceSynchronize());\n";
   for (const auto &t : s.tensors)
     if (t.role == Role::Output) {
-      std::string bytes = "sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+      std::string bytes = bytesOf(t);
       o += "      POLYK_CHECK(cudaMemcpy(a_" + t.name + ", d_" + t.name + ", " + bytes + ", cudaMemcpyDeviceToHost));\n";
       o += "      POLYK_CHECK(cudaMemcpy(b_" + t.name + ", d2_" + t.name + ", " + bytes + ", cudaMemcpyDeviceToHost));\n";
     }

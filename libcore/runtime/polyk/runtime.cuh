@@ -917,28 +917,30 @@ class OrderedScratch {
       if ((err = cudaStreamIsCapturing(stream, &capture)) != cudaSuccess) return err;
       if (capture != cudaStreamCaptureStatusNone) return cudaErrorStreamCaptureUnsupported;
     }
-    if (npartials > set.npartials) {
-      if (set.partials && (err = cudaFreeAsync(set.partials, stream)) != cudaSuccess) return err;
-      set.partials = nullptr;
-      set.npartials = 0;
-      if ((err = cudaMallocAsync((void**)&set.partials, sizeof(T) * npartials, stream)) != cudaSuccess) return err;
-      set.npartials = npartials;
-    }
-    if (ncounters > set.ncounters) {
-      if (set.counters && (err = cudaFreeAsync(set.counters, stream)) != cudaSuccess) return err;
-      set.counters = nullptr;
-      set.ncounters = 0;
-      if ((err = cudaMallocAsync((void**)&set.counters, sizeof(unsigned int) * ncounters, stream)) != cudaSuccess ||
-          (err = cudaMemsetAsync(set.counters, 0, sizeof(unsigned int) * ncounters, stream)) != cudaSuccess)
-        return err;
-      set.ncounters = ncounters;
-    }
+    if ((err = grow(set.partials, set.npartials, npartials, false, stream)) != cudaSuccess ||
+        (err = grow(set.counters, set.ncounters, ncounters, true, stream)) != cudaSuccess)
+      return err;
     *partials = set.partials;
     *counters = set.counters;
     return cudaSuccess;
   }
 
  private:
+  // Replaces p (of `have` elements) by `need` elements, zeroed if asked, where it is too small.
+  template <class E>
+  static cudaError_t grow(E*& p, long long& have, long long need, bool zero, cudaStream_t stream) {
+    if (need <= have) return cudaSuccess;
+    cudaError_t err;
+    if (p && (err = cudaFreeAsync(p, stream)) != cudaSuccess) return err;
+    p = nullptr;
+    have = 0;
+    if ((err = cudaMallocAsync((void**)&p, sizeof(E) * need, stream)) != cudaSuccess ||
+        (zero && (err = cudaMemsetAsync(p, 0, sizeof(E) * need, stream)) != cudaSuccess))
+      return err;
+    have = need;
+    return cudaSuccess;
+  }
+
   struct Set {
     int device;
     cudaStream_t stream;
