@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything polyk does on the GPU machine, in one call: every example's harness (PASS / FAIL
-# against the sequential reference), the runtime library's device test, and the benchmark against
-# CUB / torch / torch.compile. The device machine has nvcc but not polyk's build dependencies, so
-# CUDA is generated here and travels (carry build/gpu and build/bench).
+# against the sequential reference), the runtime library's device test, the benchmark against
+# CUB / torch / torch.compile, and bench/flush_probe.py (the fixed cost of a launch after the flush).
+# The device machine has nvcc but not polyk's build dependencies, so CUDA is generated here and
+# travels (carry build/gpu and build/bench).
 #   here:  bench/gpu.sh prepare [VARIANT=EMIT_OPTS ...]     (after scripts/build.sh)
 #   there: bench/gpu.sh run [reduce_bench.py options]       -> logs and CSVs in $OUT (or /tmp)
 set -uo pipefail
@@ -22,8 +23,11 @@ wait
 /tmp/runtime_test > "$out/runtime.txt" 2>&1
 runtime=$?
 bench/bench.sh run "$@" 2>&1 | grep -v '^\[' > "$out/bench.txt"
+python3 bench/flush_probe.py build/bench > "$out/flush-probe.txt" 2>&1
 echo "== examples (bench/gpu-check.sh): exit $check; $(grep -c ' PASS ' "$out/gpu-check.txt") PASS, $(grep -cE ' (FAIL|ERROR|NOBUILD|PASS!)' "$out/gpu-check.txt") not"
 grep -E ' (FAIL|ERROR|NOBUILD|PASS!)' "$out/gpu-check.txt" | head -20
 echo "== runtime device test: exit $runtime; $(tail -1 "$out/runtime.txt")"
 echo "== benchmark"
 sed -n '/^copy bandwidth/,$p' "$out/bench.txt"
+echo "== the fixed cost of a launch after do_bench's flush (bench/flush_probe.py)"
+cat "$out/flush-probe.txt"

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """One process, one method: times polyk's launchers (loaded from shared libraries), CUB
 (bench/cub_peer.cu), torch eager and torch.compile on the same inputs with
-triton.testing.do_bench (CUDA events, warm-up, L2 flushed between repetitions, median of at
-least 100), plus a device copy (bandwidth ceiling), a copy moving each large case's bytes (the
-ceiling at that size) and an empty kernel (launch floor).
+triton.testing.do_bench's method (CUDA events, warm-up, L2 flushed between repetitions, median of
+at least 100; median_us says what it adds), plus a device copy (bandwidth ceiling), an empty kernel (launch floor) and, for each
+case, a kernel that only reads its inputs' bytes and writes its outputs' (the floor at its size).
+torch.compile's host time per call is measured too (column c.host): where it exceeds the flush's
+GPU time, do_bench alone would time the host, not the kernel (median_us keeps the host ahead).
 
 Usage: reduce_bench.py LIBDIR CSV [--variants a,b,..] [--only SUBSTR,..] [--no-compile]
   LIBDIR/default/lib<case>.so is polyk as the toolchain builds it by default; LIBDIR/<v>/lib<case>.so
@@ -15,9 +17,11 @@ import ctypes
 import math
 import os
 import sys
+import time
 
 import torch
-import triton.testing
+import triton
+import triton.runtime
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -29,20 +33,76 @@ CUB_OP = {"sum": 0, "max": 1, "and": 2}
 CUB_DT = {"f32": 0, "f16": 1, "i32": 2, "bool": 3}
 
 
-def median_us(fn):
-    """Median of at least 100 timed runs (do_bench sizes its repetitions from a first estimate)."""
+# About 100 us at the H100's clocks: longer than any contender's host time per call measured here
+# (torch.compile's: 40-100 us; the flush itself takes ~85 us on the GPU).
+LEAD_CYCLES = 200_000
+_flush = []
+
+
+def l2_flush():
+    """do_bench's L2 flush: a memset of Triton's 256 MiB benchmark buffer."""
+    if not _flush:
+        try:
+            _flush.append(triton.runtime.driver.active.get_empty_cache_for_benchmark())
+        except AttributeError:  # older Triton: do_bench's own buffer, as its source builds it
+            _flush.append(torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda"))
+    _flush[0].zero_()
+
+
+def median_us(fn, flush=l2_flush):
+    """triton.testing.do_bench's method: a warm-up of ~10 ms, then CUDA events around each call with
+    an L2 flush before it, median of at least 120 repetitions (~40 ms). One addition: a sleep
+    kernel of ~100 us before each flush keeps the host's launches ahead of the GPU, so a call's host
+    time (torch.compile's guards and wrapper took 40-100 us a call, more than the flush's ~85 us)
+    never stands between the two events. Without it, do_bench timed the host on such calls: the
+    same compiled sub-graph took 4.3 us in one run and 36.5 in another (bench/results, 2026-11-23)."""
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
+        l2_flush()
         fn()
     end.record()
     torch.cuda.synchronize()
     est_ms = start.elapsed_time(end) / 5
-    # do_bench adds an L2 flush (a 256 MiB memset, ~0.1 ms) to each repetition's cost estimate.
-    rep = max(40.0, 120 * (est_ms + 0.1))
-    return triton.testing.do_bench(fn, warmup=10, rep=rep, return_mode="median") * 1000.0
+    for _ in range(max(1, int(10 / est_ms))):
+        fn()
+    n = max(120, int(40 / est_ms))
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+    torch.cuda.synchronize()
+    for s, e in ev:
+        torch.cuda._sleep(LEAD_CYCLES)
+        flush()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return sorted(s.elapsed_time(e) for s, e in ev)[n // 2] * 1000.0
+
+
+def host_us(fn, calls=100):
+    """Host time of one call: `calls` back-to-back calls without waiting for the GPU (the launch
+    queue holds them), over `calls`."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6
+
+
+def median_gpu_us(fn, reps=50):
+    """Median GPU time of fn alone (events around each call, no flush)."""
+    fn()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for s, e in ev:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return sorted(s.elapsed_time(e) for s, e in ev)[reps // 2] * 1000.0
 
 
 def make_input(dtype, shape, gen):
@@ -115,20 +175,32 @@ def main():
     row(csv, "ceiling", "empty", "empty", t_empty, 0)
     nothing = torch.empty(0, device="cuda")
     t_nothing = median_us(lambda: nothing.add_(1))
+    # The flush before each repetition, on the GPU.
+    t_flush = median_gpu_us(l2_flush)
 
-    # A device copy moving a case's bytes (half read, half written) under the same method: the
-    # fixed costs of one launch after the flush (events, launch, the flush's dirty lines in L2)
-    # weigh on it as on the case, which the 1 GiB copy spreads over 2 GiB. Cases >= 64 MiB only.
-    same_size = {}
+    # The floor at a case's size (move_launch in bench/cub_peer.cu): a kernel that reads the case's
+    # input bytes and writes its output bytes and does nothing else, under the same method, so the
+    # fixed costs of one launch after the flush (events, launch, the flush's dirty lines in L2) weigh
+    # on it as on the case; the faster of its two launch shapes.
+    floors = {}
+    sink = torch.zeros(1, device="cuda", dtype=torch.int32)
 
-    def copy_us(nbytes):
-        if nbytes not in same_size:
-            src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8).random_()
-            dst = torch.empty_like(src)
-            same_size[nbytes] = median_us(lambda: dst.copy_(src))
-            row(csv, "ceiling", "copy_%d" % (2 * src.numel()), "copy", same_size[nbytes], 2 * src.numel())
+    def floor_us(rbytes, wbytes):
+        key = (rbytes // 16 * 16, wbytes // 16 * 16)
+        if key not in floors:
+            src = torch.empty(max(key[0], 16), device="cuda", dtype=torch.uint8).random_()
+            dst = torch.empty(max(key[1], 16), device="cuda", dtype=torch.uint8)
+            floors[key] = min(median_us(lambda: cub.move_launch(cfg, ctypes.c_void_p(src.data_ptr()),  # noqa: B023
+                                                                ctypes.c_longlong(key[0]), ctypes.c_void_p(dst.data_ptr()),
+                                                                ctypes.c_longlong(key[1]), ctypes.c_void_p(sink.data_ptr()),
+                                                                stream))
+                              for cfg in (0, 1))
+            row(csv, "ceiling", "floor_%d_%d" % key, "floor", floors[key], key[0] + key[1])
             del src, dst
-        return same_size[nbytes]
+        return floors[key]
+
+    # The floor kernel against torch's copy at the 1 GiB copy's shape (1 GiB read, 1 GiB written).
+    t_floor_copy = floor_us(1 << 30, 1 << 30)
 
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     table = []
@@ -150,7 +222,9 @@ def main():
         fn = eval(c["torch"])
         ref = fn(*ins)
         ref = ref if isinstance(ref, tuple) else (ref,)
-        nbytes = sum(t.numel() * t.element_size() for t in ins + outs)
+        rbytes = sum(t.numel() * t.element_size() for t in ins)
+        wbytes = sum(t.numel() * t.element_size() for t in outs)
+        nbytes = rbytes + wbytes
         cargs = [ctypes.c_longlong(v) for v in params.values()] + [ctypes.c_void_p(t.data_ptr()) for t in order]
 
         def polyk_time(sub):
@@ -177,11 +251,12 @@ def main():
             if tv is not None:
                 row(vcsv, c["suite"], name, v, tv, nbytes, "%.3g" % ev)
         t_torch = median_us(lambda: fn(*ins))
-        t_comp = None
+        t_comp = h_comp = None
         if not args.no_compile:
             compiled = torch.compile(fn)
             compiled(*ins)
             t_comp = median_us(lambda: compiled(*ins))
+            h_comp = host_us(lambda: compiled(*ins))
         t_cub = None
         if c["cub"] is not None:
             o = torch.empty_like(ref[0]) if ref[0].dtype == DT[c["dtype"]] else torch.empty(ref[0].shape, device="cuda", dtype=DT[c["dtype"]])
@@ -201,34 +276,41 @@ def main():
         best = min(peers)
         ratio = best / t_polyk if t_polyk else 0.0
         frac = nbytes / (t_polyk * 1e-6) / copy_bw if t_polyk else 0.0
-        same = copy_us(nbytes) / t_polyk if t_polyk and nbytes >= 64 * 2**20 else None
-        table.append((c["suite"], name, t_polyk, t_torch, t_comp, t_cub, ratio, frac, nbytes, ok, err, same))
+        t_floor = floor_us(rbytes, wbytes)
+        table.append((c["suite"], name, t_polyk, t_torch, t_comp, t_cub, ratio, frac, nbytes, ok, err, t_floor, h_comp,
+                      best))
         print("%-34s %s" % (name, "polyk %.2f torch %.2f compile %s cub %s" % (
             t_polyk or -1, t_torch, "%.2f" % t_comp if t_comp else "-", "%.2f" % t_cub if t_cub else "-")), flush=True)
 
     fmt = lambda t: "%9.2f" % t if t else "%9s" % "-"  # noqa: E731
     print(f"\ncopy bandwidth {copy_bw / 1e12:.2f} TB/s (read + write), empty kernel {t_empty:.2f} us"
-          f" (no kernel: {t_nothing:.2f} us)")
-    print("%-30s %9s %9s %9s %9s %6s %5s %5s %6s %s" % ("case", "polyk", "torch", "compile", "cub", "ratio", "bw", "@size",
-                                                        "/empty", "check"))
-    for suite, n, tp, tt, tc, tb, ratio, frac, nb, ok, err, same in table:
-        print("%-30s %s %s %s %s %6.2f %4.0f%% %5s %6.1f %s" % (
-            n, fmt(tp), fmt(tt), fmt(tc), fmt(tb), ratio, 100 * frac, "%4.0f%%" % (100 * same) if same else "-",
-            (tp or 0) / t_empty, "ok" if ok else "WRONG %.2g" % (err or -1)))
+          f" (no kernel: {t_nothing:.2f} us); the floor kernel at the copy's shape {t_floor_copy:.2f} us,"
+          f" torch's copy {t_copy:.2f} us; the flush {t_flush:.2f} us on the GPU")
+    print("%-30s %9s %9s %9s %9s %6s %5s %9s %6s %6s %7s %s" % (
+        "case", "polyk", "torch", "compile", "cub", "ratio", "bw", "floor", "/floor", "/empty", "c.host", "check"))
+    for suite, n, tp, tt, tc, tb, ratio, frac, nb, ok, err, tf, hc, best in table:
+        print("%-30s %s %s %s %s %6.2f %4.0f%% %s %6.2f %6.1f %7s %s" % (
+            n, fmt(tp), fmt(tt), fmt(tc), fmt(tb), ratio, 100 * frac, fmt(tf), (tp or 0) / tf, (tp or 0) / t_empty,
+            "%.1f" % hc if hc else "-", "ok" if ok else "WRONG %.2g" % (err or -1)))
+    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
     for suite in ("single", "subgraph", None):
         rs = [t for t in table if suite is None or t[0] == suite]
         if not rs:
             continue
-        ratios = [max(t[6], 1e-9) for t in rs]
         slow = min(rs, key=lambda t: t[6])
-        print("%-9s geomean best-peer/polyk %.2f over %d cases; slowest %s %.2fx; wrong %d" % (
-            suite or "all", math.exp(sum(map(math.log, ratios)) / len(ratios)), len(rs), slow[1], slow[6],
-            sum(not t[9] for t in rs)))
+        print("%-9s geomean best-peer/polyk %.2f over %d cases; slowest %s %.2fx; wrong %d;"
+              " a kernel at the floor would score %.2f" % (
+                  suite or "all", geo([max(t[6], 1e-9) for t in rs]), len(rs), slow[1], slow[6],
+                  sum(not t[9] for t in rs), geo([t[13] / t[11] for t in rs])))
     big = [t for t in table if t[8] >= 64 * 2**20]
-    print("cases moving >= 64 MiB at >= 92%% of copy bandwidth: %d of %d" % (sum(t[7] >= 0.92 for t in big), len(big)))
-    print("the same cases within 92%% of a copy moving their bytes (@size): %d of %d" % (
-        sum(t[11] is not None and t[11] >= 0.92 for t in big), len(big)))
-
+    print("cases moving >= 64 MiB at >= 92%% of copy bandwidth: polyk %d of %d, the floor kernel %d of %d" % (
+        sum(t[7] >= 0.92 for t in big), len(big), sum(t[8] / (t[11] * 1e-6) / copy_bw >= 0.92 for t in big), len(big)))
+    print("cases within 92%% of the floor's speed: %d of %d (>= 64 MiB: %d of %d)" % (
+        sum(t[2] and t[11] / t[2] >= 0.92 for t in table), len(table),
+        sum(t[2] and t[11] / t[2] >= 0.92 for t in big), len(big)))
+    host_bound = [t[1] for t in table if t[12] and t[12] >= t_flush]
+    print("torch.compile's host time per call >= the flush's GPU time (%.1f us; do_bench alone would time the host"
+          " there): %d cases%s" % (t_flush, len(host_bound), (": " + " ".join(host_bound)) if host_bound else ""))
 
 if __name__ == "__main__":
     main()
