@@ -107,11 +107,14 @@ long long columnThreads(long long P, long long V) { return std::min<long long>(3
 /// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite combining
 /// each output's partials: H100, [131072, 1024] over dim 0 with vector[2]
 /// (bench/results/2026-11-22-h100-size-variants.txt): max f16 142 -> 120 us, max f32 203 -> 190
-/// us, sum f32 194 -> 190 us; [64, 128, 768] over dims 0, 1 (8192 rows) gains nothing. Bool takes
-/// four (vectorWidth).
+/// us, sum f32 194 -> 190 us. From 8192 rows: [8192, 768] over dim 0 with vector[2] (f32) or [4]
+/// (f16, bool) and ~4 blocks per SM, medians of three runs against one output per thread and ~8
+/// blocks per SM (bench/results/2026-11-23-h100-yreduce.txt): sum f32 19.65 -> 17.15 us, max f32
+/// 20.03 -> 18.78, sum f16 14.40 -> 12.70, max f16 14.85 -> 14.18, and bool 12.26 -> 10.66; at
+/// 1024 rows ([1024, 1024] over dim 0) vectors were 9-29% slower.
 bool tallColumns(const BandShape &b) {
   for (size_t m = 0; m < b.extent.size(); ++m)
-    if (b.reduced[m] && b.extent[m] >= 32768) return true;
+    if (b.reduced[m] && b.extent[m] >= 8192) return true;
   return false;
 }
 
@@ -323,10 +326,15 @@ KernelSizes defaultSizes(const BandShape &b) {
     // thread), which the columns alone give (vectorWidth), so no column is split (its partials
     // would need combining). Tall columns with vectors: about 4 blocks per SM (bool [131072, 1024]
     // over dim 0 with vector[4], atomic return: 264 blocks 79.8 us, 528 blocks 62.1 us, 1064
-    // blocks 62.5 us; bench/results/2026-11-22-h100-epilogue.txt, D). Otherwise about 8.
+    // blocks 62.5 us; bench/results/2026-11-22-h100-epilogue.txt, D). Otherwise about 8. At least
+    // 8 rows a thread, 16 with vectors, whose combine costs a partial per lane: [8192, 768] over
+    // dim 0 with vector[4] in 384 blocks (16 rows) against 516 (12 rows), medians of three runs:
+    // sum f16 13.60 -> 12.61 us, max f16 14.91 -> 14.21, and bool 11.68 -> 10.69
+    // (bench/results/2026-11-23-h100-yreduce.txt).
     bool wide = V > 1 && colBlocks >= 2 * kSMs;
     long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
-    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * 8)));
+    long long rowsPerThread = V > 1 ? 16 : 8;
+    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * rowsPerThread)));
     s.block[par] = bx;
     s.block[red] = by;
     s.tile[par] = bx * V;
