@@ -2,8 +2,9 @@
 """One process, one method: times polyk's launchers (loaded from shared libraries), CUB
 (bench/cub_peer.cu), torch eager and torch.compile on the same inputs with
 triton.testing.do_bench's method (CUDA events, warm-up, L2 flushed between repetitions, median of
-at least 100; median_us says what it adds), plus a device copy (bandwidth ceiling), an empty kernel (launch floor) and, for each
-case, a kernel that only reads its inputs' bytes and writes its outputs' (the floor at its size).
+at least 100; median_us says what it adds), plus a device copy (bandwidth ceiling), an empty
+kernel (launch floor) and, for each case, a kernel that only reads its inputs' bytes and writes
+its outputs' (the floor at its size).
 torch.compile's host time per call is measured too (column c.host): where it exceeds the flush's
 GPU time, do_bench alone would time the host, not the kernel (median_us keeps the host ahead).
 
@@ -33,8 +34,9 @@ CUB_OP = {"sum": 0, "max": 1, "and": 2}
 CUB_DT = {"f32": 0, "f16": 1, "i32": 2, "bool": 3}
 
 
-# About 100 us at the H100's clocks: longer than any contender's host time per call measured here
-# (torch.compile's: 40-100 us; the flush itself takes ~85 us on the GPU).
+# About 100 us at the H100's clocks. The host stays ahead while its time per repetition (launching
+# the sleep, the flush and the call: up to ~125 us with torch.compile here) is below the GPU's (the
+# sleep, the flush's ~85 us and the call).
 LEAD_CYCLES = 200_000
 _flush = []
 
@@ -53,9 +55,10 @@ def median_us(fn, flush=l2_flush):
     """triton.testing.do_bench's method: a warm-up of ~10 ms, then CUDA events around each call with
     an L2 flush before it, median of at least 120 repetitions (~40 ms). One addition: a sleep
     kernel of ~100 us before each flush keeps the host's launches ahead of the GPU, so a call's host
-    time (torch.compile's guards and wrapper took 40-100 us a call, more than the flush's ~85 us)
-    never stands between the two events. Without it, do_bench timed the host on such calls: the
-    same compiled sub-graph took 4.3 us in one run and 36.5 in another (bench/results, 2026-11-23)."""
+    time (torch.compile's guards and wrapper took 35-115 us a call, more than the flush's ~85 us)
+    never stands between the two events. Without it, do_bench timed the host on such calls:
+    torch.compile's sg5 took 34.24 us by do_bench and 4.86 us by this in one process
+    (bench/flush_probe.py; bench/results/2026-11-23-NVIDIA-H100-80GB-HBM3.txt)."""
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -91,18 +94,6 @@ def host_us(fn, calls=100):
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
-
-
-def median_gpu_us(fn, reps=50):
-    """Median GPU time of fn alone (events around each call, no flush)."""
-    fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for s, e in ev:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return sorted(s.elapsed_time(e) for s, e in ev)[reps // 2] * 1000.0
 
 
 def make_input(dtype, shape, gen):
@@ -176,7 +167,7 @@ def main():
     nothing = torch.empty(0, device="cuda")
     t_nothing = median_us(lambda: nothing.add_(1))
     # The flush before each repetition, on the GPU.
-    t_flush = median_gpu_us(l2_flush)
+    t_flush = median_us(l2_flush, flush=lambda: None)
 
     # The floor at a case's size (move_launch in bench/cub_peer.cu): a kernel that reads the case's
     # input bytes and writes its output bytes and does nothing else, under the same method, so the
@@ -190,11 +181,9 @@ def main():
         if key not in floors:
             src = torch.empty(max(key[0], 16), device="cuda", dtype=torch.uint8).random_()
             dst = torch.empty(max(key[1], 16), device="cuda", dtype=torch.uint8)
-            floors[key] = min(median_us(lambda: cub.move_launch(cfg, ctypes.c_void_p(src.data_ptr()),  # noqa: B023
-                                                                ctypes.c_longlong(key[0]), ctypes.c_void_p(dst.data_ptr()),
-                                                                ctypes.c_longlong(key[1]), ctypes.c_void_p(sink.data_ptr()),
-                                                                stream))
-                              for cfg in (0, 1))
+            margs = [ctypes.c_void_p(src.data_ptr()), ctypes.c_longlong(key[0]), ctypes.c_void_p(dst.data_ptr()),
+                     ctypes.c_longlong(key[1]), ctypes.c_void_p(sink.data_ptr()), stream]
+            floors[key] = min(median_us(lambda: cub.move_launch(cfg, *margs)) for cfg in (0, 1))  # noqa: B023
             row(csv, "ceiling", "floor_%d_%d" % key, "floor", floors[key], key[0] + key[1])
             del src, dst
         return floors[key]
