@@ -18,7 +18,6 @@ import sys
 
 import torch
 import triton.testing
-import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cases  # noqa: E402
@@ -68,18 +67,9 @@ def main():
     for c in cases.all_cases(root):
         if c["name"] not in names:
             continue
-        prog = yaml.safe_load(c["program"])
-        params = prog.get("params") or {}
-        order, nbytes = [], 0
-        for t in prog["tensors"].values():
-            shape = [params[e] if isinstance(e, str) else e for e in t["shape"]]
-            if t["role"] in ("input", "output"):
-                x = rb.make_input(t["type"], shape, gen) if t["role"] == "input" else \
-                    torch.empty(shape, device="cuda", dtype=rb.DT[t["type"]])
-                order.append(x)
-                nbytes += x.numel() * x.element_size()
+        ins, outs, cargs = rb.case_tensors(c, gen)
+        nbytes = sum(t.numel() * t.element_size() for t in ins + outs)
         launch = rb.Lib(os.path.join(libdir, "default", "lib%s.so" % c["name"]), c["name"]).fn
-        cargs = [ctypes.c_longlong(v) for v in params.values()] + [ptr(t) for t in order]
         t = {k: rb.median_us(lambda: launch(*cargs, stream), f) for k, f in flushes.items()}
         print("%-28s %9.2f %9.2f %9.2f %6.0f%% %6.0f%%" % (
             c["name"], t["dirty"], t["clean"], t["none"], 100 * nbytes / t["dirty"] / bw, 100 * nbytes / t["clean"] / bw))
@@ -88,10 +78,7 @@ def main():
     for c in cases.all_cases(root):
         if c["suite"] != "subgraph":
             continue
-        prog = yaml.safe_load(c["program"])
-        params = prog.get("params") or {}
-        ins = [rb.make_input(t["type"], [params[e] if isinstance(e, str) else e for e in t["shape"]], gen)
-               for t in prog["tensors"].values() if t["role"] == "input"]
+        ins = rb.case_tensors(c, gen)[0]
         compiled = torch.compile(eval(c["torch"]))
         compiled(*ins)
         call = lambda: compiled(*ins)  # noqa: E731

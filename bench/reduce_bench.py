@@ -21,8 +21,6 @@ import sys
 import time
 
 import torch
-import triton
-import triton.runtime
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -42,12 +40,9 @@ _flush = []
 
 
 def l2_flush():
-    """do_bench's L2 flush: a memset of Triton's 256 MiB benchmark buffer."""
+    """do_bench's L2 flush: a memset of a 256 MB buffer (the one do_bench allocates)."""
     if not _flush:
-        try:
-            _flush.append(triton.runtime.driver.active.get_empty_cache_for_benchmark())
-        except AttributeError:  # older Triton: do_bench's own buffer, as its source builds it
-            _flush.append(torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda"))
+        _flush.append(torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda"))
     _flush[0].zero_()
 
 
@@ -64,7 +59,7 @@ def median_us(fn, flush=l2_flush):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
-        l2_flush()
+        flush()
         fn()
     end.record()
     torch.cuda.synchronize()
@@ -94,6 +89,24 @@ def host_us(fn, calls=100):
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
+
+
+def case_tensors(c, gen):
+    """Case c's parameters, inputs (random), outputs (uninitialised) and the launcher's argument
+    list (parameters, then inputs and outputs in declaration order, as ctypes values)."""
+    prog = yaml.safe_load(c["program"])
+    params = prog.get("params") or {}
+    ins, outs, order = [], [], []
+    for t in prog["tensors"].values():
+        shape = [params[e] if isinstance(e, str) else e for e in t["shape"]]
+        if t["role"] == "input":
+            ins.append(make_input(t["type"], shape, gen))
+            order.append(ins[-1])
+        elif t["role"] == "output":
+            outs.append(torch.empty(shape, device="cuda", dtype=DT[t["type"]]))
+            order.append(outs[-1])
+    cargs = [ctypes.c_longlong(v) for v in params.values()] + [ctypes.c_void_p(t.data_ptr()) for t in order]
+    return ins, outs, cargs
 
 
 def make_input(dtype, shape, gen):
@@ -197,24 +210,13 @@ def main():
         name = c["name"]
         if only and not any(s in name for s in only):
             continue
-        prog = yaml.safe_load(c["program"])
-        params = prog.get("params") or {}
-        ins, outs, order = [], [], []
-        for tname, t in prog["tensors"].items():
-            shape = [params[e] if isinstance(e, str) else e for e in t["shape"]]
-            if t["role"] == "input":
-                ins.append(make_input(t["type"], shape, gen))
-                order.append(ins[-1])
-            elif t["role"] == "output":
-                outs.append(torch.empty(shape, device="cuda", dtype=DT[t["type"]]))
-                order.append(outs[-1])
+        ins, outs, cargs = case_tensors(c, gen)
         fn = eval(c["torch"])
         ref = fn(*ins)
         ref = ref if isinstance(ref, tuple) else (ref,)
         rbytes = sum(t.numel() * t.element_size() for t in ins)
         wbytes = sum(t.numel() * t.element_size() for t in outs)
         nbytes = rbytes + wbytes
-        cargs = [ctypes.c_longlong(v) for v in params.values()] + [ctypes.c_void_p(t.data_ptr()) for t in order]
 
         def polyk_time(sub):
             path = os.path.join(args.libdir, sub, f"lib{name}.so")
