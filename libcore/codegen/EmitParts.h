@@ -41,6 +41,13 @@ std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule
                                               const std::function<bool(const KernelConfig &)> &launched,
                                               const std::function<bool(const KernelConfig &)> &blockComplete);
 
+/// True when, in kernel `reader` (a later part of `writer`'s fused kernel), each row of threads
+/// along `axis` ("x": a block's threads with one t_y; "y": with one t_x) reads, of the output of
+/// reduction `stmt` of `writer`, only the one element that the same row computed there: the
+/// element its leader stored, which block_broadcast can give every thread of the row.
+bool readsRowResult(const Scop &s, const isl::schedule &mapped, const KernelConfig &writer, const std::string &stmt,
+                    const KernelConfig &reader, const std::string &axis);
+
 /// The vector loops of a kernel: a thread's innermost loop of V iterations with only statements
 /// in its body (polyk-bind's vector loop). In it:
 ///  - a read of an input tensor at `base + lane`, where isl proves the index's step along the

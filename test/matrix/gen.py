@@ -3,8 +3,10 @@
 the three canonical forms x the six reduction ops x the seven dtypes x reduced extents
 {1, 7, 1000, 2^20+3}; y-reduces whose threads own vectors of outputs, for every op and dtype:
 tall ([40000, 64] over dim 0: columns split over blocks, a combine per thread's lanes) and wide
-([3, 33792] over dim 0: whole columns per block); plus one all-reduce sum of f32 over more than
-2^31 elements (--huge).
+([3, 33792] over dim 0: whole columns per block); fused rows for every dtype ([37, n], n in
+{7, 100, 3000}: a row's result, then every element of the row combined with it, one kernel whose
+later part takes the result from the row's leader, polyk::block_broadcast); plus one all-reduce
+sum of f32 over more than 2^31 elements (--huge).
 Usage: gen.py OUTDIR [--huge]"""
 import os
 import sys
@@ -14,9 +16,19 @@ DTYPES = ["bool", "i32", "i64", "f16", "bf16", "f32", "f64"]
 SIZES = [1, 7, 1000, 2**20 + 3]
 PARALLEL = {"x": 3, "y": 5}  # parallel extent beside the reduced one
 LANES = {"ytall": (40000, 64), "ywide": (3, 33792)}  # y-reduces [rows, columns] with vectors
+FUSED = {"bool": ["and", "or"], **{d: ["sum", "max"] for d in DTYPES if d != "bool"}}  # fx: fused rows
+FUSED_SIZES = [7, 100, 3000]
 
 
 def program(name, form, op, dtype, n):
+    if form == "fx":
+        use = "x(i, j) && m(i)" if dtype == "bool" else "x(i, j) - m(i)"
+        return (f"# Test matrix: fused rows, {op}, {dtype}, row length {n}.\n"
+                f"polyk: program/1\nname: {name}\ntensors:\n"
+                f"  x: {{type: {dtype}, shape: [37, {n}], role: input}}\n"
+                f"  m: {{type: {dtype}, shape: [37], role: temporary}}\n"
+                f"  y: {{type: {dtype}, shape: [37, {n}], role: output}}\n"
+                f"statements:\n  - m(i) {OPS[op]} x(i, j)\n  - y(i, j) = {use}\n")
     if form == "all":
         shape, out_shape, stmt = [n], [], f"out() {OPS[op]} x(i)"
     elif form == "x":
@@ -36,6 +48,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     cases = [(form, op, dtype, n) for form in ["all", "x", "y"] for op in OPS for dtype in DTYPES for n in SIZES]
     cases += [(form, op, dtype, n) for form, (n, _) in LANES.items() for op in OPS for dtype in DTYPES]
+    cases += [("fx", op, dtype, n) for dtype, ops in FUSED.items() for op in ops for n in FUSED_SIZES]
     if "--huge" in sys.argv:
         cases.append(("all", "sum", "f32", 2**31 + 5))
     for form, op, dtype, n in cases:

@@ -821,6 +821,46 @@ void test_load_vec_both() {
 }
 
 // ---------------------------------------------------------------------------
+// block_broadcast: every thread of a row (Axis 0) or column (Axis 1) gets its leader's value, bit
+// for bit; called twice in a row (the shared-memory path reuses its scratch)
+// ---------------------------------------------------------------------------
+template <int Axis, class T, int BX, int BY>
+__global__ void k_block_broadcast(const T* in, T* out) {
+  const int tid = int(threadIdx.x + threadIdx.y * BX), n = BX * BY;
+  const T a = block_broadcast<Axis, T, BX, BY>(in[blockIdx.x * 2 * n + tid]);
+  const T b = block_broadcast<Axis, T, BX, BY>(in[blockIdx.x * 2 * n + n + tid]);
+  out[blockIdx.x * 2 * n + tid] = a;
+  out[blockIdx.x * 2 * n + n + tid] = b;
+}
+
+template <int Axis, class T, int BX, int BY>
+void test_block_broadcast() {
+  constexpr int n = BX * BY, blocks = 3;
+  const size_t count = size_t(blocks) * 2 * n, bytes = count * sizeof(T);
+  std::vector<unsigned char> h(bytes), back(bytes, 0);
+  for (auto& b : h) b = (unsigned char)(g_rng() & (std::is_same<T, bool>::value ? 1 : 0xFF));
+  T *din = nullptr, *dout = nullptr;
+  CK(cudaMalloc(&din, bytes));
+  CK(cudaMalloc(&dout, bytes));
+  CK(cudaMemcpy(din, h.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dout, 0, bytes));
+  k_block_broadcast<Axis, T, BX, BY><<<blocks, dim3(BX, BY)>>>(din, dout);
+  CK_LAUNCH();
+  CK(cudaMemcpy(back.data(), dout, bytes, cudaMemcpyDeviceToHost));
+  CK(cudaFree(din));
+  CK(cudaFree(dout));
+  size_t bad = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const size_t base = k / n * n, x = (k % n) % BX, y = (k % n) / BX;
+    const size_t leader = base + (Axis == 0 ? y * BX : x);
+    bad += memcmp(back.data() + k * sizeof(T), h.data() + leader * sizeof(T), sizeof(T)) != 0;
+  }
+  report(bad == 0, std::string("block_broadcast<") + (Axis == 0 ? "x, " : "y, ") + tname<T>() + ", " + std::to_string(BX) +
+                       ", " + std::to_string(BY) + ">",
+         (double)bad);
+}
+
+// ---------------------------------------------------------------------------
 // OrderedScratch: one set of partials and zeroed counters per stream, reused on that stream,
 // grown (counters alone too) in stream order, never made during a graph capture.
 // ---------------------------------------------------------------------------
@@ -962,6 +1002,18 @@ int main() {
   test_load_vec_both<double, 2>();
   test_load_vec_both<bool, 16>();
   test_load_vec_both<bool, 4>();
+
+  test_block_broadcast<0, float, 32, 8>();          // one shuffle a row
+  test_block_broadcast<0, __half, 8, 32>();
+  test_block_broadcast<0, bool, 16, 4>();
+  test_block_broadcast<0, int64_t, 4, 64>();        // 8 bytes through the shuffle
+  test_block_broadcast<0, double, 64, 4>();         // rows over two warps: shared memory
+  test_block_broadcast<0, __nv_bfloat16, 3, 11>();  // partial warp
+  test_block_broadcast<0, int32_t, 16, 1>();        // half a warp
+  test_block_broadcast<1, float, 32, 8>();
+  test_block_broadcast<1, bool, 1, 64>();
+  test_block_broadcast<1, int64_t, 40, 5>();
+  test_block_broadcast<1, float, 256, 1>();         // one row: the value itself
 
   test_ordered_scratch();
 

@@ -698,6 +698,35 @@ __device__ __forceinline__ T block_reduce_all(T v) {
 #endif
 }
 
+// The value of the thread at threadIdx.x == 0 of the caller's row (Axis 0) or at threadIdx.y == 0
+// of its column (Axis 1), in every thread of that row or column: where block_reduce_x / _y left
+// their result. A row inside a warp takes one shuffle; otherwise shared memory and two barriers.
+// Every thread of the block must call it at the same program point.
+template <int Axis, class T, int BX, int BY>
+__device__ __forceinline__ T block_broadcast(T v) {
+  static_assert(Axis == 0 || Axis == 1, "polyk: broadcast along x (0) or y (1)");
+  if constexpr ((Axis == 0 ? BX : BY) == 1) {
+    return v;
+  } else if constexpr (Axis == 0 && 32 % BX == 0 && BX * BY % 32 == 0) {
+    using U = std::conditional_t<sizeof(T) == 8, unsigned long long, unsigned int>;
+    static_assert(sizeof(T) <= 8, "polyk: broadcast of types of at most 8 bytes");
+    U u = 0;
+    memcpy(&u, &v, sizeof(T));
+    u = __shfl_sync(0xFFFFFFFFu, u, 0, BX);
+    T r;
+    memcpy(&r, &u, sizeof(T));
+    return r;
+  } else {
+    __shared__ detail::SmemArray<T, Axis == 0 ? BY : BX> sm;
+    const int x = int(threadIdx.x), y = int(threadIdx.y);
+    if ((Axis == 0 ? x : y) == 0) sm[Axis == 0 ? y : x] = v;
+    __syncthreads();
+    const T r = sm[Axis == 0 ? y : x];
+    __syncthreads();  // sm may be reused by the next call
+    return r;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Deterministic multi-block combination
 // ---------------------------------------------------------------------------
