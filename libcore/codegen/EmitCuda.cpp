@@ -133,16 +133,17 @@ Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st
   // f16 / bf16 results accumulate in f32 across blocks too, rounded once at the end (unless the
   // input type is asked for: then Panamera's f16 / bf16 atomics).
   bool lowPrecision = isHalf(out) && opt.accumulate == "f32";
-  // A single output (an all-reduce) combines in order: one kernel instead of an initialisation and
-  // the atomics, 1 to 2 us less at the launch floor, and deterministic (H100: sg5 6.5 -> 5.8 us,
-  // sg6 6.5 -> 5.8 us). bool has no atomics of its size (Panamera §5.2), but an atomic and / or on
-  // the 32-bit word holding the byte combines one byte (atomic_combine; max, sum act as or, min,
-  // prod as and), with no combine at the end of the kernel:
-  // H100, and_bool [131072, 1024] over dim 0 66.8 -> 61.8 us, [64, 128, 768] over dims 0, 1 12.5 ->
-  // 11.7 us, [1024, 1024] over dim 0 unchanged (bench/results/2026-11-22-h100-epilogue.txt).
+  if (opt.determinism == "run_to_run" || lowPrecision) return Return::Ordered;
+  if (opt.combine != "auto") return opt.combine == "atomic" ? Return::Atomic : Return::Ordered;
+  // auto: ordered, one kernel instead of an initialisation and the atomics, and deterministic. With
+  // its count as one acq_rel atomic and the blocks that combine nothing leaving early, it measured
+  // as fast as the atomics or faster on every case of the H100 benchmark: [1024, 1024] over dim 0
+  // sum f32 9.76 -> 8.67 us, and bool 8.42 -> 7.07, sg10 14.82 -> 12.13, [131072, 1024] over dim 0
+  // within 1% (bench/results/2026-11-23-h100-rows.txt, D; an all-reduce was ordered already: sg5
+  // 6.5 -> 5.8 us). --accumulate=input keeps the f16 / bf16 atomics it asks for (a kernel in that
+  // type alone), except for a single output.
   bool singleOutput = s.tensor(outputOf(s, st))->elements() == 1;
-  if (opt.determinism == "run_to_run" || lowPrecision || singleOutput) return Return::Ordered;
-  return Return::Atomic;
+  return isHalf(out) && opt.accumulate == "input" && !singleOutput ? Return::Atomic : Return::Ordered;
 }
 
 /// Scratch of an ordered return: partials[outputs * blocks] and counters[outputs].

@@ -24,8 +24,14 @@ int main(int argc, char **argv) {
              ->check(CLI::IsMember({"cub", "shfl"}))
              ->capture_default_str();
          app.add_option("--determinism", opts.determinism,
-                        "not_guaranteed (one atomic per block) or run_to_run (identical bits on every run)")
+                        "not_guaranteed (--combine decides) or run_to_run (identical bits on every run: ordered)")
              ->check(CLI::IsMember({"not_guaranteed", "run_to_run"}))
+             ->capture_default_str();
+         app.add_option("--combine", opts.combine,
+                        "how a reduction's blocks combine into a shared output: auto (ordered; f16 / bf16 atomics "
+                        "under --accumulate=input), ordered (the last block combines the partials in block order) "
+                        "or atomic (one atomic per block, Panamera)")
+             ->check(CLI::IsMember({"auto", "ordered", "atomic"}))
              ->capture_default_str();
          app.add_option("--accumulate", opts.accumulate,
                         "accumulation type of f16 / bf16 reductions: f32, or input (rounded at every step)")

@@ -24,6 +24,11 @@ struct EmitOptions {
   /// partials combined in block order by the last block to finish, still one kernel). The names
   /// are CUB's. f16 / bf16 outputs always take the ordered path, to accumulate in f32.
   std::string determinism = "not_guaranteed";
+  /// How the blocks of a reduction combine into a shared output: auto (the ordered return, which
+  /// measured as fast as the atomics or faster on every case of the H100 benchmark and needs no
+  /// initialisation kernel; f16 / bf16 atomics under --accumulate=input), ordered, or atomic
+  /// (Panamera's one atomic per block; f16 / bf16 outputs accumulated in f32 stay ordered).
+  std::string combine = "auto";
   /// Accumulation type of f16 / bf16 reductions: f32 (default: partials, block reductions and the
   /// cross-block combine in f32, one rounding at the end) or input (rounded to the input type at
   /// every step, f16 / bf16 atomics across blocks: what a kernel in that type alone would do).

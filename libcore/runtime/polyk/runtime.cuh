@@ -32,6 +32,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 #include <cstring>
+#include <cuda/atomic>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -817,20 +818,28 @@ __device__ __forceinline__ void ordered_combine_lines(T* partials, unsigned int*
 #pragma unroll
       for (int l = 0; l < V; ++l) partials[at(oidx[l], slot)] = value[l];
     }
-    __threadfence();  // publish the partials before counting them
-    const bool last = atomicAdd(&counters[oidx[0]], 1u) == unsigned(nslots - 1);
+    // Counting releases this block's partials and acquires those of the blocks counted before
+    // (the counts form a release sequence); the barrier below hands them to the whole block.
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_device> count(counters[oidx[0]]);
+    const bool last = count.fetch_add(1u, cuda::memory_order_acq_rel) == unsigned(nslots - 1);
 #pragma unroll
     for (int l = 0; l < V; ++l) last_of[line][l] = last ? (long long)oidx[l] : -1;
   } else if (k == 0) {
     last_of[line][0] = -1;
   }
   __syncthreads();
+  // Most blocks combine nothing and skip the rest (block-uniform). H100, with the acq_rel count in
+  // place of a fence on each side: all-reduces of 1M elements 0.3-0.4 us faster (max f32 9.1 ->
+  // 8.8 us, sum i32 8.6 -> 8.2; bench/results/2026-11-23-h100-rows.txt, C).
+  bool any = false;
+#pragma unroll
+  for (int q = 0; q < LINES; ++q) any = any || last_of[q][0] >= 0;
+  if (!any) return;
   const bool mine = last_of[line][0] >= 0;
   T acc[V];
 #pragma unroll
   for (int l = 0; l < V; ++l) acc[l] = Op::template identity<T>();
   if (mine) {
-    __threadfence();  // every partial was published before its count
     long long o[V];
 #pragma unroll
     for (int l = 0; l < V; ++l) o[l] = last_of[line][l];
