@@ -60,52 +60,6 @@ std::set<std::string> sharedAcrossParts(const Scop &s, const std::vector<size_t>
   return shared;
 }
 
-/// A fused kernel's reduction results that its later parts take from the block that computed them
-/// instead of from memory: the leader of a row (or column) of threads stores the row's result,
-/// block_broadcast gives it to every thread of the row, and a later part whose every row reads
-/// only its own row's result (readsRowResult) uses that. H100, f32 [8192, 768]: softmax 24.3 ->
-/// 22.7 us, layer norm 22.5 -> 22.0 us, a load after each barrier gone
-/// (bench/results/2026-11-23-h100-rows.txt).
-struct KeptResults {
-  std::set<std::string> broadcast; // reductions of this part whose result to broadcast
-  std::set<std::string> fromRow;   // tensors this part reads from an earlier part's broadcast
-  ReadOverride read;               // reads of those
-};
-
-/// Per part of `group`: its reductions along x or y stored directly (`direct`) into a tensor that
-/// nothing else writes, which a later part reads as readsRowResult allows. `declared`: (storage
-/// type, tensor) of the registers that hold the results.
-std::vector<KeptResults> keptResults(const Scop &s, const isl::schedule &mapped, const std::vector<size_t> &group,
-                                     const std::function<bool(const KernelConfig &, const ScopStatement &)> &direct,
-                                     std::vector<std::pair<std::string, std::string>> &declared) {
-  std::vector<KeptResults> parts(group.size());
-  for (size_t j = 0; j < group.size(); ++j) {
-    const KernelConfig &kc = s.kernels[group[j]];
-    if (kc.reduceAxis != "x" && kc.reduceAxis != "y") continue;
-    for (const auto &name : kc.statements) {
-      const ScopStatement *st = s.statement(name);
-      if (st->kind != StmtKind::Reduce || !direct(kc, *st)) continue;
-      std::string out = outputOf(s, *st);
-      bool writtenElsewhere = false;
-      for (const auto &o : s.statements) writtenElsewhere |= o.name != name && o.kind != StmtKind::Init && outputOf(s, o) == out;
-      if (writtenElsewhere) continue;
-      for (size_t l = j + 1; l < group.size(); ++l) {
-        if (!readsRowResult(s, mapped, kc, name, s.kernels[group[l]], kc.reduceAxis)) continue;
-        parts[l].fromRow.insert(out);
-        if (parts[j].broadcast.insert(name).second) declared.push_back({cudaStorageType(s.tensor(out)->type), out});
-      }
-    }
-  }
-  for (auto &p : parts) {
-    if (p.fromRow.empty()) continue;
-    p.read = [&s, from = p.fromRow](const ScopStatement &st, size_t k, const std::string &lv) {
-      std::string t = isl::map(islCtx(), st.reads[k]).range_tuple_id().name();
-      return from.count(t) ? "kept_" + t : lv;
-    };
-  }
-  return parts;
-}
-
 std::string kernelArgs(const Scop &s) {
   std::string a;
   for (const auto &[name, value] : s.params) a += std::string(a.empty() ? "" : ", ") + name;
@@ -144,6 +98,50 @@ Return returnMode(const Scop &s, const KernelConfig &kc, const ScopStatement &st
   // type alone), except for a single output.
   bool singleOutput = s.tensor(outputOf(s, st))->elements() == 1;
   return isHalf(out) && opt.accumulate == "input" && !singleOutput ? Return::Atomic : Return::Ordered;
+}
+
+/// A fused kernel's reduction results that its later parts take from the block that computed them
+/// instead of from memory: the leader of a row (or column) of threads stores the row's result,
+/// block_broadcast gives it to every thread of the row, and a later part whose every row reads
+/// only its own row's result (readsRowResult) uses that. H100, f32 [8192, 768]: softmax 24.3 ->
+/// 22.7 us, layer norm 22.5 -> 22.0 us, a load after each barrier gone
+/// (bench/results/2026-11-23-h100-rows.txt).
+struct KeptResults {
+  std::set<std::string> broadcast; // reductions of this part whose result to broadcast
+  std::set<std::string> fromRow;   // tensors this part reads from an earlier part's broadcast
+  ReadOverride read;               // reads of those
+};
+
+/// Per part of `group`: its reductions along x or y stored directly into a tensor that nothing
+/// else writes, which a later part reads as readsRowResult allows.
+std::vector<KeptResults> keptResults(const Scop &s, const isl::schedule &mapped, const std::vector<size_t> &group,
+                                     const EmitOptions &opt) {
+  std::vector<KeptResults> parts(group.size());
+  for (size_t j = 0; j < group.size(); ++j) {
+    const KernelConfig &kc = s.kernels[group[j]];
+    if (kc.reduceAxis != "x" && kc.reduceAxis != "y") continue;
+    for (const auto &name : kc.statements) {
+      const ScopStatement *st = s.statement(name);
+      if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Direct) continue;
+      std::string out = outputOf(s, *st);
+      bool writtenElsewhere = false;
+      for (const auto &o : s.statements) writtenElsewhere |= o.name != name && o.kind != StmtKind::Init && outputOf(s, o) == out;
+      if (writtenElsewhere) continue;
+      for (size_t l = j + 1; l < group.size(); ++l) {
+        if (!readsRowResult(s, mapped, kc, name, s.kernels[group[l]], kc.reduceAxis)) continue;
+        parts[l].fromRow.insert(out);
+        parts[j].broadcast.insert(name);
+      }
+    }
+  }
+  for (auto &p : parts) {
+    if (p.fromRow.empty()) continue;
+    p.read = [&s, from = p.fromRow](const ScopStatement &st, size_t k, const std::string &lv) {
+      std::string t = isl::map(islCtx(), st.reads[k]).range_tuple_id().name();
+      return from.count(t) ? "kept_" + t : lv;
+    };
+  }
+  return parts;
 }
 
 /// Scratch of an ordered return: partials[outputs * blocks] and counters[outputs].
@@ -565,11 +563,13 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
     if (vectors) o += alignmentAssumptions(s, promoted);
-    std::vector<std::pair<std::string, std::string>> keptDecls; // (type, tensor)
-    std::vector<KeptResults> kept = keptResults(s, mapped, group, [&](const KernelConfig &kc, const ScopStatement &st) {
-      return !singleThread(kc) && returnMode(s, kc, st, opt) == Return::Direct;
-    }, keptDecls);
-    for (const auto &[T, t] : keptDecls) o += "  " + T + " kept_" + t + " = " + T + "();\n";
+    std::vector<KeptResults> kept = keptResults(s, mapped, group, opt);
+    for (const auto &part : kept)
+      for (const auto &n : part.broadcast) {
+        const TensorDecl &out = *s.tensor(outputOf(s, *s.statement(n)));
+        std::string T = cudaStorageType(out.type);
+        o += "  " + T + " kept_" + out.name + " = " + T + "();\n";
+      }
     if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt, vectors);
     for (size_t j = 0; group.size() > 1 && j < group.size(); ++j) {
       const KernelConfig &kc = s.kernels[group[j]];
