@@ -210,6 +210,9 @@ def main():
         name = c["name"]
         if only and not any(s in name for s in only):
             continue
+        if not os.path.exists(os.path.join(args.libdir, "default", f"lib{name}.so")):
+            print("%-34s no polyk build in %s/default: left out" % (name, args.libdir), flush=True)
+            continue
         ins, outs, cargs = case_tensors(c, gen)
         fn = eval(c["torch"])
         ref = fn(*ins)
@@ -235,9 +238,6 @@ def main():
             err = rel_error(outs, ref)
             return median_us(call), err
 
-        if not os.path.exists(os.path.join(args.libdir, "default", f"lib{name}.so")):
-            print("%-34s no polyk build in %s/default: left out" % (name, args.libdir), flush=True)
-            continue
         t_polyk, err = polyk_time("default")
         ok = err is not None and err <= tolerance(outs)
         for v in variants:

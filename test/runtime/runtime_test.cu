@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace polyk;
@@ -793,10 +794,11 @@ __global__ void k_load_vec(const T* __restrict__ in, T* out, int nvec) {
   for (int l = 0; l < V; ++l) out[(size_t)i * V + l] = v[l];
 }
 
-template <class T, int V, bool Stream>
-void test_load_vec() {
-  const int nvec = 1000;  // not a multiple of the block
-  const size_t n = (size_t)nvec * V, bytes = n * sizeof(T);
+// `count` elements of T with random bytes (bool: 0 or 1) in, `launch(in, out)` on the device, and
+// the bytes of `out` (zeroed first) back: {input bytes, output bytes}.
+template <class T, class Launch>
+std::pair<std::vector<unsigned char>, std::vector<unsigned char>> bytes_through(size_t count, Launch launch) {
+  const size_t bytes = count * sizeof(T);
   std::vector<unsigned char> h(bytes), back(bytes, 0);
   for (auto& b : h) b = (unsigned char)(g_rng() & (std::is_same<T, bool>::value ? 1 : 0xFF));
   T *din = nullptr, *dout = nullptr;
@@ -804,11 +806,21 @@ void test_load_vec() {
   CK(cudaMalloc(&dout, bytes));
   CK(cudaMemcpy(din, h.data(), bytes, cudaMemcpyHostToDevice));
   CK(cudaMemset(dout, 0, bytes));
-  k_load_vec<T, V, Stream><<<(nvec + 127) / 128, 128>>>(din, dout, nvec);
+  launch(din, dout);
   CK_LAUNCH();
   CK(cudaMemcpy(back.data(), dout, bytes, cudaMemcpyDeviceToHost));
   CK(cudaFree(din));
   CK(cudaFree(dout));
+  return {std::move(h), std::move(back)};
+}
+
+template <class T, int V, bool Stream>
+void test_load_vec() {
+  const int nvec = 1000;  // not a multiple of the block
+  const size_t bytes = (size_t)nvec * V * sizeof(T);
+  const auto [h, back] = bytes_through<T>((size_t)nvec * V, [&](const T* in, T* out) {
+    k_load_vec<T, V, Stream><<<(nvec + 127) / 128, 128>>>(in, out, nvec);
+  });
   size_t bad = 0;
   for (size_t k = 0; k < bytes; ++k) bad += back[k] != h[k];
   report(bad == 0, std::string("load_vec<") + std::to_string(V) + (Stream ? ", stream> " : "> ") + tname<T>(), (double)bad);
@@ -836,19 +848,10 @@ __global__ void k_block_broadcast(const T* in, T* out) {
 template <int Axis, class T, int BX, int BY>
 void test_block_broadcast() {
   constexpr int n = BX * BY, blocks = 3;
-  const size_t count = size_t(blocks) * 2 * n, bytes = count * sizeof(T);
-  std::vector<unsigned char> h(bytes), back(bytes, 0);
-  for (auto& b : h) b = (unsigned char)(g_rng() & (std::is_same<T, bool>::value ? 1 : 0xFF));
-  T *din = nullptr, *dout = nullptr;
-  CK(cudaMalloc(&din, bytes));
-  CK(cudaMalloc(&dout, bytes));
-  CK(cudaMemcpy(din, h.data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemset(dout, 0, bytes));
-  k_block_broadcast<Axis, T, BX, BY><<<blocks, dim3(BX, BY)>>>(din, dout);
-  CK_LAUNCH();
-  CK(cudaMemcpy(back.data(), dout, bytes, cudaMemcpyDeviceToHost));
-  CK(cudaFree(din));
-  CK(cudaFree(dout));
+  const size_t count = size_t(blocks) * 2 * n;
+  const auto [h, back] = bytes_through<T>(count, [](const T* in, T* out) {
+    k_block_broadcast<Axis, T, BX, BY><<<blocks, dim3(BX, BY)>>>(in, out);
+  });
   size_t bad = 0;
   for (size_t k = 0; k < count; ++k) {
     const size_t base = k / n * n, x = (k % n) % BX, y = (k % n) / BX;

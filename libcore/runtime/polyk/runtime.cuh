@@ -709,14 +709,10 @@ __device__ __forceinline__ T block_broadcast(T v) {
   if constexpr ((Axis == 0 ? BX : BY) == 1) {
     return v;
   } else if constexpr (Axis == 0 && 32 % BX == 0 && BX * BY % 32 == 0) {
+    using W = detail::uint_of_t<T>;  // the value's bits, shuffled as a 32- or 64-bit word
     using U = std::conditional_t<sizeof(T) == 8, unsigned long long, unsigned int>;
-    static_assert(sizeof(T) <= 8, "polyk: broadcast of types of at most 8 bytes");
-    U u = 0;
-    memcpy(&u, &v, sizeof(T));
-    u = __shfl_sync(0xFFFFFFFFu, u, 0, BX);
-    T r;
-    memcpy(&r, &u, sizeof(T));
-    return r;
+    const U u = __shfl_sync(0xFFFFFFFFu, U(detail::bit_cast<W>(v)), 0, BX);
+    return detail::bit_cast<T>(W(u));
   } else {
     __shared__ detail::SmemArray<T, Axis == 0 ? BY : BX> sm;
     const int x = int(threadIdx.x), y = int(threadIdx.y);
