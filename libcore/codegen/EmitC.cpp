@@ -99,7 +99,7 @@ std::string emitReference(const Scop &s) {
     }, types);
     std::string idx = horner(ps.stmt.lhs, out);
     if (op) {
-      o += indent + "polyk_acc[" + idx + "] = " + reduceApply(*op, accType, "polyk_acc[" + idx + "]", convert(v, accType)) + ";\n";
+      o += indent + "polyk_acc[" + idx + "] = " + reduceApply(*op, accType, "polyk_acc[" + idx + "]", convert(v, accType), false) + ";\n";
       o += "    for (polyk_idx polyk_e = 0; polyk_e < " + elementsExpr(out) + "; ++polyk_e) " + out.name + "[polyk_e] = " +
            storeValue(Dialect::C, out.type, convert({"polyk_acc[polyk_e]", accType, false}, computeType(out.type))) + ";\n";
       o += "    free(polyk_acc);\n";
@@ -174,7 +174,7 @@ std::string emitScheduleC(const Scop &s) {
       [&](const ScopStatement &st, const std::string &v) {
         const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
         std::string a = "acc_" + st.name + "[" + linearIndex(st.write, out) + "]";
-        return a + " = " + reduceApply(*st.op, out.type, a, v) + ";";
+        return a + " = " + reduceApply(*st.op, out.type, a, v, false) + ";";
       },
       [&](const ScopStatement &st) {
         const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());

@@ -370,7 +370,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
       // Each thread alone: its partial joins the kernel's accumulator (compute type), stored at
       // the end of the kernel as the last block's combine would.
       std::string slot = "pacc_" + n + "[" + oidxL + "]";
-      o += pad + "if (live_" + n + ") {\n" + pad + "  " + slot + " = " + reduceApply(*st->op, out.type, slot, accL) + ";\n";
+      o += pad + "if (live_" + n + ") {\n" + pad + "  " + slot + " = " + reduceApply(*st->op, out.type, slot, accL, false) + ";\n";
       // A direct return is complete when its block is: store it now, as the block's leader
       // does, for the later parts of a fused kernel.
       if (returnMode(s, kc, *st, opt) == Return::Direct)
@@ -420,7 +420,7 @@ std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::strin
   const TensorDecl &out = *s.tensor(outputOf(s, st));
   std::string l = lane.empty() ? "" : "[" + lane + "]";
   std::string a = "acc_" + st.name + l;
-  std::string next = reduceApply(*st.op, out.type, a, v);
+  std::string next = reduceApply(*st.op, out.type, a, v, d == Dialect::Cuda);
   // --accumulate=input: the partial is rounded to the f16 / bf16 input type at every step.
   if (opt.accumulate == "input") next = roundToStorage(d, out.type, next);
   return a + " = " + next + "; live_" + st.name + " = true; oidx_" + st.name + l + " = " + linearIndex(st.write, out) + ";";
@@ -445,7 +445,7 @@ std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const
         if (!singleThread(kc)) return reduceMacro(s, st, v, d, opt, lane);
         const TensorDecl &out = *s.tensor(outputOf(s, st));
         std::string e = out.name + "[" + linearIndex(st.write, out) + "]";
-        return e + " = " + storeValue(d, out.type, reduceApply(*st.op, out.type, loadElement(d, out.type, e), v)) + ";";
+        return e + " = " + storeValue(d, out.type, reduceApply(*st.op, out.type, loadElement(d, out.type, e), v, d == Dialect::Cuda)) + ";";
       },
       [&](const ScopStatement &st) { return initMacro(s, st, d); }, read, only);
 }

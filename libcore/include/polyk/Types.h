@@ -36,7 +36,8 @@ std::optional<ReduceOp> reduceOpFromName(const std::string &name);
 const char *reduceOpTag(ReduceOp op);                                // "polyk::OpSum", ...
 /// Identity of `op` in compute type `t`, as a C expression.
 std::string reduceIdentity(ReduceOp op, DType t);
-/// `acc OP v` as a C expression in compute type `t` (same text for C and CUDA).
-std::string reduceApply(ReduceOp op, DType t, const std::string &acc, const std::string &v);
+/// `acc OP v` as a C expression in compute type `t`: for CUDA device code where `device`, else for C
+/// with polyk/host.h (they differ only in the name of the floating max / min function).
+std::string reduceApply(ReduceOp op, DType t, const std::string &acc, const std::string &v, bool device);
 
 } // namespace polyk
