@@ -95,6 +95,10 @@ Value printValue(const ExprPtr &e, Dialect d, const AccessPrinter &access, const
         Value a = go(x->args[0]), b = go(x->args[1]);
         DType t = combine(a, b);
         std::string A = convert(a, t), B = convert(b, t);
+        // Floats as the reductions' max / min (NaN is missing, -0 < +0, either order): fmaxf is
+        // one max.f32 on the device, polyk_fmaxf the C of polyk/host.h. `A > B ? A : B` gave
+        // max(0, NaN) = NaN but max(NaN, 0) = 0.
+        if (floatingType(t)) return {floatMinMax(f == "max", t, A, B, d == Dialect::Cuda), t, false};
         return {"(" + A + (f == "max" ? " > " : " < ") + B + " ? " + A + " : " + B + ")", t, false};
       }
       if (f == "pow") {

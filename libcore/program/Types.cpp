@@ -155,16 +155,18 @@ std::string reduceIdentity(ReduceOp op, DType t) {
   throw std::logic_error("reduceIdentity");
 }
 
+std::string floatMinMax(bool isMax, DType t, const std::string &a, const std::string &b, bool device) {
+  return std::string(device ? "" : "polyk_") + (isMax ? "fmax" : "fmin") + (t == DType::F64 ? "" : "f") + "(" + a + ", " +
+         b + ")";
+}
+
 std::string reduceApply(ReduceOp op, DType t, const std::string &a, const std::string &v, bool device) {
   t = computeType(t);
   // Floating max / min: NaN is missing and -0 < +0 (IEEE 754-2019 maximumNumber), as polyk::OpMax
   // in the block reductions: the device's fmaxf is one instruction (max.f32) with these semantics,
   // polyk_fmaxf in polyk/host.h is the C one.  `v > a ? v : a` kept -0 over +0 and took a compare,
   // a select and, for f16, a branch per element.
-  if ((op == ReduceOp::Max || op == ReduceOp::Min) && isFloat(t)) {
-    std::string f = std::string(device ? "" : "polyk_") + (op == ReduceOp::Max ? "fmax" : "fmin") + (t == DType::F64 ? "" : "f");
-    return f + "(" + a + ", " + v + ")";
-  }
+  if ((op == ReduceOp::Max || op == ReduceOp::Min) && isFloat(t)) return floatMinMax(op == ReduceOp::Max, t, a, v, device);
   // Logical operators without short circuit: `acc && x[i]` would make each load wait for the
   // previous element's value (no loads in flight: bool reductions ran at a third of the
   // bandwidth); `(acc != 0) & (x[i] != 0)` loads every element unconditionally.

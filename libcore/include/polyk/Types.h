@@ -39,5 +39,8 @@ std::string reduceIdentity(ReduceOp op, DType t);
 /// `acc OP v` as a C expression in compute type `t`: for CUDA device code where `device`, else for C
 /// with polyk/host.h (they differ only in the name of the floating max / min function).
 std::string reduceApply(ReduceOp op, DType t, const std::string &acc, const std::string &v, bool device);
+/// max(a, b) (or min) of floats in compute type `t` (f32 or f64): NaN is missing, -0 < +0. The
+/// device's fmaxf / fmin... where `device`, else polyk/host.h's polyk_fmaxf / polyk_fmin...
+std::string floatMinMax(bool isMax, DType t, const std::string &a, const std::string &b, bool device);
 
 } // namespace polyk

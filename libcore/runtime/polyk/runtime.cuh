@@ -21,9 +21,9 @@
 //    makes them commutative and associative, so the atomic and the block
 //    versions are order independent.  A reduction folds from the identity, so
 //    one over NaNs only gives -inf / +inf.  On the device they are the
-//    hardware's max / min (see device_max below).  polyk/host.h has polyk_fmaxf & co with
-//    the same semantics for C host code.  (Do not compile with flush-to-zero if
-//    subnormals must compare exactly.)
+//    hardware's max / min (see device_max below); polyk/host.h has polyk_fmaxf
+//    & co with the same semantics for C host code.  (Do not compile with
+//    flush-to-zero if subnormals must compare exactly.)
 //  * __half / __nv_bfloat16 arithmetic goes through float and rounds once to
 //    nearest even (the native atomicAdd rounds the exact sum instead; both
 //    agree except for rare double-rounding cases).
@@ -115,7 +115,8 @@ template <class F> POLYK_HD bool min_picks_a(F a, F b) {
 
 // The device's own max / min (PTX max / min without .NaN, sm_80+ for f16 / bf16) follow IEEE
 // 754-2019 maximumNumber / minimumNumber: NaN is missing and -0 < +0, the semantics above, in one
-// instruction where max_picks_a's selects take five (0.5 us of a 4 MB all-reduce on the H100).
+// instruction where max_picks_a is a chain of compares and selects (0.5 us of a 4 MB all-reduce on
+// the H100).
 // The runtime test's apply cases check them bit for bit against the host's max_picks_a on every
 // pair of special values (NaN, +-inf, +-0, ...).  Host code keeps max_picks_a.
 #if defined(__CUDA_ARCH__)
