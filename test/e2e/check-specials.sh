@@ -22,14 +22,18 @@ programs() {  # name type op red
     done
   done
 }
+# The driver's -D flags for program NAME (type T, op OP, reduced dims RED) built as GEN, calling FN.
+defs() {  # GEN FN LABEL T OP RED
+  echo "-DPOLYK_GEN=\"$1\" -DPOLYK_FN=$2 -DPOLYK_NAME=\"$3\" -DDTYPE=${dtype[$4]}" \
+    "-DIS_MAX=$([ "$5" = max ] && echo 1 || echo 0) -DRED=$6"
+}
 status=0
 for target in "$@"; do
   if [ "$target" = run-cuda ]; then
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     while read -r name t op red; do
       for v in "" .atomic; do
-        flags="-DPOLYK_GEN=\"$name$v.cu\" -DPOLYK_FN=polyk_$name -DPOLYK_NAME=\"$name$v.cuda\" -DDTYPE=${dtype[$t]}"
-        flags="$flags -DIS_MAX=$([ "$op" = max ] && echo 1 || echo 0) -DRED=$red -DPOLYK_CUDA -DSTORE=${ctype[$t]}"
+        flags="$(defs "$name$v.cu" "polyk_$name" "$name$v.cuda" "$t" "$op" "$red") -DPOLYK_CUDA -DSTORE=${ctype[$t]}"
         # shellcheck disable=SC2086
         "$nvcc" -std=c++17 -O3 -arch=sm_90 -x cu -I"$work/runtime" -I"$work" $flags "$work/specials.c" \
           -o "$work/$name$v.cuda.bin" 2> "$work/$name$v.cuda.log" &
@@ -62,9 +66,9 @@ EOT
     fi
     POLYK_BIN=$POLYK_BIN "$src/pipelines/compile.sh" "$work/$name.yaml" "$work/$name.$target.c" --target="$target"
     fn=polyk_${name}_$([ "$target" = c ] && echo c || echo mapped)
+    # shellcheck disable=SC2046
     cc -std=c99 -O1 -Wall -Werror -Wno-unused-function -I"$src/libcore/runtime" -I"$work" \
-      -DPOLYK_GEN="\"$name.$target.c\"" -DPOLYK_FN="$fn" -DPOLYK_NAME="\"$name.$target\"" -DDTYPE="${dtype[$t]}" \
-      -DIS_MAX="$([ "$op" = max ] && echo 1 || echo 0)" -DRED="$red" "$here/specials.c" -o "$work/$name.$target.bin" -lm
+      $(defs "$name.$target.c" "$fn" "$name.$target" "$t" "$op" "$red") "$here/specials.c" -o "$work/$name.$target.bin" -lm
     "$work/$name.$target.bin" || status=1
   done < <(programs)
   if [ "$target" = cuda ]; then

@@ -77,6 +77,9 @@ static void run(const unsigned char *x, unsigned char *out, size_t outN) {
 #endif
 }
 
+/* Uniform in [0, 1), as polyk_fill draws it. */
+static double uniform(uint64_t *s) { return (double)(polyk_splitmix64(s) >> 11) * (1.0 / 9007199254740992.0); }
+
 int main(void) {
   static unsigned char x[(size_t)R * L * 8], out[(size_t)L * 8];
   static size_t idx[(size_t)R * L];
@@ -88,8 +91,7 @@ int main(void) {
   for (int set = 0; set < 3; ++set) {
     uint64_t s = 1234 + 77 * (uint64_t)set;
     for (size_t i = 0; i < (size_t)R * L; ++i) {
-      double u = (double)(polyk_splitmix64(&s) >> 11) * (1.0 / 9007199254740992.0);
-      double v = 2 * (double)(polyk_splitmix64(&s) >> 11) * (1.0 / 9007199254740992.0) - 1;
+      double u = uniform(&s), v = 2 * uniform(&s) - 1;
       int c = 0;
       for (double acc = mix[set][0]; c < 3 && u >= acc; acc += mix[set][++c]) {}
       /* For min, swap the zeros' roles so that the rare zero is the one that wins. */
