@@ -112,6 +112,16 @@ long long columnThreads(long long P, long long V) { return std::min<long long>(3
 /// blocks per SM (bench/results/2026-11-23-h100-yreduce.txt): sum f32 19.65 -> 17.15 us, max f32
 /// 20.03 -> 18.78, sum f16 14.40 -> 12.70, max f16 14.85 -> 14.18, and bool 12.26 -> 10.66; at
 /// 1024 rows ([1024, 1024] over dim 0) vectors were 9-29% slower.
+/// Narrow whole-column blocks of a y-reduce (defaultSizes): kNarrowColumns columns a block, one
+/// element each (8 f32 are one 32-byte sector a row), kNarrowRows threads over the reduced dim.
+constexpr long long kNarrowColumns = 8, kNarrowRows = 64;
+
+/// Whether a y-reduce of R rows and P columns takes narrow whole-column blocks: at most 32 rows
+/// a thread, and at least 64 blocks (half the SMs: [1024, 512] in 64 blocks 7.49 -> 6.24 us).
+bool narrowColumns(long long P, long long R) {
+  return R <= 32 * kNarrowRows && ceilDiv(P, kNarrowColumns) >= 64;
+}
+
 bool tallColumns(const BandShape &b) {
   for (size_t m = 0; m < b.extent.size(); ++m)
     if (b.reduced[m] && b.extent[m] >= 8192) return true;
@@ -335,6 +345,20 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
     long long rowsPerThread = V > 1 ? 16 : 8;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * rowsPerThread)));
+    if (redBlocks > 1 && V == 1 && narrowColumns(P, R)) {
+      // Mid-height columns that the rule above would split: narrow column groups with the whole
+      // of R in one block instead, so no partial is combined (H100, sum f32 over dim 0, medians
+      // of three runs, bench/results/2026-11-23-h100-columns.txt: [1024, 1024] 8.67 -> 7.49 us,
+      // [2048, 1024] 10.62 -> 9.31, [256, 4096] 8.42 -> 7.36, [1024, 512] 7.49 -> 6.24; f16
+      // [1024, 1024] 7.74 -> 6.37, bool 7.14 -> 5.86). 64 threads over R: 32 rows a thread at
+      // most; [4096, 1024] (64 rows) was slower, 14.27 -> 14.75 us. 4 columns a block (256
+      // blocks) or 128 threads over R were slower than 8 and 64.
+      s.block[par] = kNarrowColumns;
+      s.block[red] = std::min<long long>(kNarrowRows, pow2Ceil(R));
+      s.tile[par] = kNarrowColumns;
+      s.tile[red] = roundUp(R, s.block[red]);
+      return s;
+    }
     s.block[par] = bx;
     s.block[red] = by;
     s.tile[par] = bx * V;

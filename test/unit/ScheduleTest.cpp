@@ -76,3 +76,24 @@ TEST(Sizes, DefaultsKeepBindsInvariants) {
     EXPECT_LE(s.block[0], 1024);
   }
 }
+
+TEST(Sizes, MidHeightColumnsTakeNarrowWholeColumnBlocks) {
+  // Up to 2048 rows, and columns for at least 64 blocks of 8: every column in one block of 8
+  // columns x 64 threads over the rows (a direct store, no combine).
+  for (long long R : {100LL, 1000LL, 1024LL, 2048LL})
+    for (long long P : {512LL, 517LL, 1024LL, 4096LL}) {
+      KernelSizes s = defaultSizes(band(Form::YReduce, {P, R}, 0));
+      SCOPED_TRACE(std::to_string(R) + " rows x " + std::to_string(P) + " columns");
+      EXPECT_EQ(s.block, (std::vector<long long>{8, 64}));
+      EXPECT_EQ(s.tile[0], 8);
+      EXPECT_GE(s.tile[1], R);
+      EXPECT_LT(s.tile[1], R + 64);
+    }
+  // Taller columns, or too few for 64 blocks: the reduced dim is split over blocks as before.
+  for (auto [P, R] : {std::pair{1024LL, 4096LL}, std::pair{256LL, 1024LL}, std::pair{1024LL, 8192LL}}) {
+    KernelSizes s = defaultSizes(band(Form::YReduce, {P, R}, 0));
+    SCOPED_TRACE(std::to_string(R) + " rows x " + std::to_string(P) + " columns");
+    EXPECT_EQ(s.block[0], 32);
+    EXPECT_LT(s.tile[1], R);
+  }
+}
