@@ -99,9 +99,17 @@ long long pow2Ceil(long long a) {
 /// Streaming multiprocessors of the H100 the default sizes are measured on.
 constexpr long long kSMs = 132;
 
-/// Threads along a y-reduce's P columns when each takes V consecutive ones: a warp, or fewer for
-/// narrow tensors.
-long long columnThreads(long long P, long long V) { return std::min<long long>(32, pow2Ceil(ceilDiv(P, V))); }
+/// Threads along a y-reduce's P columns of `bytes`-byte elements when each takes V consecutive
+/// ones: a warp, or fewer for narrow tensors. 1-byte columns whose warp-wide column tiles give
+/// fewer than 2 blocks per SM take 8 threads where those give 2 (each thread then reads V bytes a
+/// row from twice the blocks or more): H100, bool [768, 21128] over dim 0, vector[4] in 661 blocks
+/// of 8 x 32 threads against vector[2] in 331 blocks of 32 x 8, medians of three runs, 16.61 ->
+/// 12.90 us (bench/results/2026-11-23-h100-columns.txt, H3; f16, f32 and i32 did not gain).
+long long columnThreads(long long P, long long V, int bytes) {
+  long long warp = std::min<long long>(32, pow2Ceil(ceilDiv(P, V)));
+  if (bytes == 1 && V > 1 && ceilDiv(P, warp * V) < 2 * kSMs && ceilDiv(P, 8 * V) >= 2 * kSMs) return 8;
+  return warp;
+}
 
 /// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
 /// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite combining
@@ -128,14 +136,8 @@ bool tallColumns(const BandShape &b) {
   return false;
 }
 
-/// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
-/// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
-int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &shape) {
-  int c = shape.contiguous;
-  if (c < 0 || !scop.params.empty()) return 1;
-  bool reduction = std::count(shape.reduced.begin(), shape.reduced.end(), true) > 0;
-  bool columns = reduction && !shape.reduced[c]; // a y-reduce: each thread owns V consecutive outputs
-  if (!reduction && shape.extent.size() < 2) return 1;
+/// BandShape::elementBytes: the narrowest element any statement of `dom` reads or writes.
+int narrowestBytes(const Scop &scop, const isl::union_set &dom) {
   int narrowest = 16;
   for (const auto &st : scop.statements) {
     if (dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) continue;
@@ -145,6 +147,18 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
       if (const TensorDecl *t = scop.tensor(isl::map(islCtx(), a).range_tuple_id().name()))
         narrowest = std::min(narrowest, dtypeBytes(t->type));
   }
+  return narrowest;
+}
+
+/// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
+/// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
+int vectorWidth(const Scop &scop, const BandShape &shape) {
+  int c = shape.contiguous;
+  if (c < 0 || !scop.params.empty()) return 1;
+  bool reduction = std::count(shape.reduced.begin(), shape.reduced.end(), true) > 0;
+  bool columns = reduction && !shape.reduced[c]; // a y-reduce: each thread owns V consecutive outputs
+  if (!reduction && shape.extent.size() < 2) return 1;
+  int narrowest = shape.elementBytes;
   int v = 16 / narrowest;
   // 1-byte columns: at most 4 a thread. Twice the threads over the same columns, each doing half
   // the per-byte work (bool [1024, 131072] over dim 0: vector[8], 512 blocks, 45% achieved
@@ -159,7 +173,7 @@ int vectorWidth(const Scop &scop, const isl::union_set &dom, const BandShape &sh
   // column; [1024, 131072] 128 -> 100 us with 512 column blocks).
   auto fits = [&](int w) {
     // A partial last tile of whole vectors is fine: isl guards the threads past the end.
-    return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w) * w) >= 2 * kSMs);
+    return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
   // Tall columns: 2 outputs a thread for 4- and 8-byte elements, 4 for narrower ones.
@@ -178,7 +192,8 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
 
 BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape = analyseBandShape(scop, band);
-  shape.vector = vectorWidth(scop, nodeDomain(band), shape);
+  shape.elementBytes = narrowestBytes(scop, nodeDomain(band));
+  shape.vector = vectorWidth(scop, shape);
   return shape;
 }
 
@@ -328,7 +343,7 @@ KernelSizes defaultSizes(const BandShape &b) {
     // consecutive outputs (16 bytes a row: one load), the reduced dim split over threadIdx.y and
     // over enough blocks (about 8 per SM) to fill the machine.
     long long V = b.contiguous == par ? b.vector : 1;
-    long long bx = columnThreads(P, V);
+    long long bx = columnThreads(P, V, b.elementBytes);
     long long by = std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(R));
     long long colBlocks = ceilDiv(P, bx * V);

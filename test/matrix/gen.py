@@ -5,7 +5,8 @@ the three canonical forms x the six reduction ops x the seven dtypes x reduced e
 tall ([40000, 64] over dim 0: columns split over blocks, a combine per thread's lanes) and wide
 ([3, 33792] over dim 0: whole columns per block); mid-height y-reduces ([1000, 517] over dim 0:
 narrow whole-column blocks of 8 columns x 64 threads over the rows, with partial row and column
-tiles); fused rows for every dtype ([37, n], n in
+tiles); and [40, 21128] over dim 0 (whole columns; 1-byte ones in blocks of 8 column threads with
+vector[4]); fused rows for every dtype ([37, n], n in
 {7, 100, 3000}: a row's result, then every element of the row combined with it, one kernel whose
 later part takes the result from the row's leader, polyk::block_broadcast); plus one all-reduce
 sum of f32 over more than 2^31 elements (--huge).
@@ -17,7 +18,7 @@ OPS = {"sum": "+=!", "prod": "*=!", "max": "max=!", "min": "min=!", "and": "&&=!
 DTYPES = ["bool", "i32", "i64", "f16", "bf16", "f32", "f64"]
 SIZES = [1, 7, 1000, 2**20 + 3]
 PARALLEL = {"x": 3, "y": 5}  # parallel extent beside the reduced one
-LANES = {"ytall": (40000, 64), "ywide": (3, 33792), "ymid": (1000, 517)}  # y-reduces [rows, columns]
+LANES = {"ytall": (40000, 64), "ywide": (3, 33792), "ymid": (1000, 517), "yw21k": (40, 21128)}  # y-reduces [rows, columns]
 FUSED = {"bool": ["and", "or"], **{d: ["sum", "max"] for d in DTYPES if d != "bool"}}  # fx: fused rows
 FUSED_SIZES = [7, 100, 3000]
 

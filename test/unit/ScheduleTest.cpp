@@ -97,3 +97,19 @@ TEST(Sizes, MidHeightColumnsTakeNarrowWholeColumnBlocks) {
     EXPECT_LT(s.tile[1], R);
   }
 }
+
+TEST(Sizes, OneByteWideColumnsTakeEightColumnThreads) {
+  // bool [768, 21128] over dim 0 with vector[4]: 32 threads x 4 columns would give 166 blocks,
+  // 8 x 4 give 661; every column stays whole in its block.
+  BandShape b = band(Form::YReduce, {21128, 768}, 0, 4);
+  b.elementBytes = 1;
+  KernelSizes s = defaultSizes(b);
+  EXPECT_EQ(s.block, (std::vector<long long>{8, 32}));
+  EXPECT_EQ(s.tile, (std::vector<long long>{32, 768}));
+  // Wider elements, or columns a warp already fills: a warp along the columns.
+  b.elementBytes = 2;
+  EXPECT_EQ(defaultSizes(b).block[0], 32);
+  b = band(Form::YReduce, {131072, 1024}, 0, 4);
+  b.elementBytes = 1;
+  EXPECT_EQ(defaultSizes(b).block[0], 32);
+}

@@ -44,6 +44,8 @@ struct BandShape {
   /// tensor the band's statements access, fewer where the extent asks): 1 for a y-reduce, whose
   /// threads own one output each, and for symbolic extents.
   int vector = 1;
+  /// Bytes of the narrowest element the band's statements access (16 where they access none).
+  int elementBytes = 4;
 };
 
 /// Analyses a kernel's band (tiled or not) for the reduction statement it holds.
