@@ -134,6 +134,10 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       o += init(st);
     } else {
       ExprPtr body = parseExpr(st.body);
+      // A cast to the written type is the store's own rounding: `a = f16(x)` rounds x once, not
+      // twice (the conversions are asm to nvcc, which does not fold the second pair).
+      if (st.kind != StmtKind::Reduce && body->kind == Expr::Kind::Call && parseDType(body->text) == out.type)
+        body = body->args[0];
       Value v = printValue(body, d, [&](const Access &a, size_t k) {
         if (promoted.count(a.tensor)) return a.tensor + "_r";
         std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
