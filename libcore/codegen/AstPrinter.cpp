@@ -131,8 +131,9 @@ std::string iteratorExpr(isl_pw_aff *pa) {
 
 isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor) {
   if (tensor.shape.empty()) return {};
-  for (const auto &e : tensor.shape)
-    if (!e.param.empty()) return {};
+  // The outermost extent never scales an index: it may be symbolic.
+  for (size_t d = 1; d < tensor.shape.size(); ++d)
+    if (!tensor.shape[d].param.empty()) return {};
   // Horner in isl, ((x0 * s1 + x1) * s2 + x2) ..., so isl simplifies the recovery's floor / mod
   // terms away (x[floor(i/128)][i mod 128][j] becomes x[768 * i + j]).
   isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), accessMap).release()));
@@ -146,7 +147,7 @@ std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) 
   if (tensor.shape.empty()) return "0";
   isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(m.copy());
   bool symbolic = false;
-  for (const auto &e : tensor.shape) symbolic |= !e.param.empty();
+  for (size_t d = 1; d < tensor.shape.size(); ++d) symbolic |= !tensor.shape[d].param.empty();
   std::string text;
   if (!symbolic) {
     text = iteratorExpr(linearIndexAff(accessMap, tensor).release());

@@ -154,7 +154,9 @@ int narrowestBytes(const Scop &scop, const isl::union_set &dom) {
 /// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
 int vectorWidth(const Scop &scop, const BandShape &shape) {
   int c = shape.contiguous;
-  if (c < 0 || !scop.params.empty()) return 1;
+  // A symbolic contiguous extent may not be a multiple of V; other symbolic extents do not matter
+  // (sg7: [B, 128, 768] over b and s reads 768 columns).
+  if (c < 0 || (c < (int)shape.symbolic.size() && shape.symbolic[c])) return 1;
   bool reduction = std::count(shape.reduced.begin(), shape.reduced.end(), true) > 0;
   bool columns = reduction && !shape.reduced[c]; // a y-reduce: each thread owns V consecutive outputs
   if (!reduction && shape.extent.size() < 2) return 1;
@@ -199,16 +201,27 @@ BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
 
 namespace {
 
+/// Whether dim `m` of `points` has a lower (upper) bound that is the same number for every value of
+/// the parameters.
+bool boundIsConstant(const isl::set &points, unsigned m, bool upper) {
+  isl_pw_aff *b = (upper ? isl_set_dim_max : isl_set_dim_min)(points.copy(), (int)m);
+  bool cst = isl_pw_aff_is_cst(b) == isl_bool_true;
+  isl_pw_aff_free(b);
+  return cst;
+}
+
 BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape;
   isl::union_set dom = nodeDomain(band);
   isl::union_map sched = isl::union_map::from(band.get_partial_schedule());
   // Numbers for the size rule: symbolic extents at the program's values.
-  isl::set range = sched.intersect_domain(dom).range().as_set().intersect_params(isl::set(islCtx(), paramDefaults(scop)));
+  isl::set points = sched.intersect_domain(dom).range().as_set();
+  isl::set range = points.intersect_params(isl::set(islCtx(), paramDefaults(scop)));
   for (unsigned m = 0; m < band.n_member(); ++m) {
     isl::val lo = range.dim_min_val(m), hi = range.dim_max_val(m);
     shape.extent.push_back(hi.sub(lo).add(isl::val(islCtx(), 1)).get_num_si());
     shape.reduced.push_back(!band.member_get_coincident(m));
+    shape.symbolic.push_back(!boundIsConstant(points, m, false) || !boundIsConstant(points, m, true));
   }
   // The form and the contiguous dim come from the reduction statement of the kernel (if any).
   for (const auto &st : scop.statements) {

@@ -39,10 +39,11 @@ struct BandShape {
   Form form = Form::Elementwise;
   std::vector<long long> extent;   // per band member
   std::vector<bool> reduced;       // per band member
+  std::vector<bool> symbolic;      // per band member: its extent depends on a parameter
   int contiguous = -1;             // member whose unit step reads consecutive addresses
   /// Elements each thread takes at a time along the contiguous member (16 bytes of the narrowest
   /// tensor the band's statements access, fewer where the extent asks): 1 for a y-reduce, whose
-  /// threads own one output each, and for symbolic extents.
+  /// threads own one output each, and where the contiguous member's extent is symbolic.
   int vector = 1;
   /// Bytes of the narrowest element the band's statements access (16 where they access none).
   int elementBytes = 4;
