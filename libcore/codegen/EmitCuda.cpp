@@ -204,8 +204,10 @@ bool roundsToHalfPerElement(const Scop &s, const KernelConfig &kc, const EmitOpt
 
 /// The inputs whose vector loads in kernel `kc` are streaming (polyk::load_vec<V, true>: no L1
 /// allocation, evict-first in L2). `auto` (EmitOptions::streamLoads) takes an input when
-///  - the program reads each element once: one statement reads it, at one index (softmax and
-///    layer norm read x in three parts, which then reread it from a cache: 24 -> 38 us streamed);
+///  - the program reads each element once: one statement reads it, at one index, or several
+///    statements of this kernel (not a fused one) over the same domain read it at the same index,
+///    so one vector load serves them (sg9: x and x * x); softmax and layer norm read x in three
+///    parts, which then reread it from a cache: 24 -> 38 us streamed;
 ///  - the program's inputs total at most kStreamMaxBytes: on the H100 the hint made reads of
 ///    32 MB to 128 MB 7-28% faster (the lines of the previous kernels stay in L2), those of
 ///    256 MiB -1% to +4%, and those of 512 MiB and more 2-4% slower
@@ -213,15 +215,19 @@ bool roundsToHalfPerElement(const Scop &s, const KernelConfig &kc, const EmitOpt
 ///  - no statement of the kernel rounds to f16 / bf16 per element: ptxas then issued the hinted
 ///    loads one at a time instead of together (sg2, SASS: 50 -> 76 us).
 /// `all` takes every input, `off` none.
-std::set<std::string> streamedTensors(const Scop &s, const KernelConfig &kc, const EmitOptions &opt) {
+std::set<std::string> streamedTensors(const Scop &s, const KernelConfig &kc, const EmitOptions &opt, bool fused) {
   constexpr long long kStreamMaxBytes = 256ll << 20;
   std::set<std::string> out;
   if (opt.streamLoads == "off") return out;
-  // Per tensor, its distinct (statement, access) pairs: `x(i, j) * x(i, j)` reads each element once.
+  // Per tensor, its distinct accesses: `x(i, j) * x(i, j)` reads each element once. Outside a
+  // fused kernel, the statements of this kernel over one domain count as one (their names reset).
+  std::set<std::string> mine(kc.statements.begin(), kc.statements.end());
   std::map<std::string, std::vector<isl::map>> reads;
   for (const auto &st : s.statements)
     for (const auto &r : st.reads) {
       isl::map m(islCtx(), r);
+      if (!fused && mine.count(st.name))
+        m = isl::manage(isl_map_reset_tuple_id(m.intersect_domain(isl::set(islCtx(), st.domain)).release(), isl_dim_in));
       auto &seen = reads[m.range_tuple_id().name()];
       if (std::none_of(seen.begin(), seen.end(), [&](const isl::map &o) { return o.is_equal(m); })) seen.push_back(m);
     }
@@ -273,7 +279,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   if (vectors) build = vr.attach(build);
   bool cudaVectors = d == Dialect::Cuda && vectors;
   // Vector loads exist only there (the C emulation reads element by element).
-  std::set<std::string> streamed = cudaVectors ? streamedTensors(s, kc, opt) : std::set<std::string>{};
+  std::set<std::string> streamed = cudaVectors ? streamedTensors(s, kc, opt, fused) : std::set<std::string>{};
   // Around each vector loop: the loads, then its statements redefined to read the vectors' lanes
   // (in the aligned instance) and to accumulate per lane, and their own definitions back after it.
   printer.around = [&](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
@@ -290,14 +296,19 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     std::string pro, epi;
     std::map<std::pair<std::string, size_t>, std::string> lane;
     std::set<std::string> stmts(vl.laneReductions.begin(), vl.laneReductions.end());
+    std::map<std::pair<std::string, std::string>, std::string> loaded; // (tensor, base) -> its vector
     for (const auto &r : vl.reads) {
-      std::string v = "v_" + r.stmt + "_" + std::to_string(r.access), T = cudaStorageType(s.tensor(r.tensor)->type);
+      stmts.insert(r.stmt);
+      // A statement reading the same elements twice (sg7: (x + 1) * x) takes one load.
+      auto [same, fresh] = loaded.try_emplace({r.tensor, r.base}, "v_" + r.stmt + "_" + std::to_string(r.access));
+      const std::string &v = same->second;
+      lane[{r.stmt, r.access}] = v + "[" + it + "]";
+      if (!fresh) continue;
+      std::string T = cudaStorageType(s.tensor(r.tensor)->type);
       std::string vec = "polyk::Vec<" + T + ", " + std::to_string(vl.lanes) + ">";
       pro += pad + "const " + vec + " " + v + " = POLYK_ALIGNED ? polyk::load_vec<" + std::to_string(vl.lanes) +
              (streamed.count(r.tensor) ? ", true" : "") + ">(" + r.tensor +
              " + (" + r.base + ")) : " + vec + "{};\n";
-      lane[{r.stmt, r.access}] = v + "[" + it + "]";
-      stmts.insert(r.stmt);
     }
     for (const auto &name : stmts) {
       bool perLane = std::count(vl.laneReductions.begin(), vl.laneReductions.end(), name) > 0;
