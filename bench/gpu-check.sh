@@ -28,6 +28,7 @@ rm -f "$dir/.failed"
 runs() {
   case "$(basename "$1")" in
     symbolic*) echo "-"; echo "P=7 R=1"; echo "P=1 R=100003"; echo "P=1000 R=77"; echo "P=4096 R=65536" ;;
+    panamera_sg7*) echo "-"; echo "B=1"; echo "B=3"; echo "B=200" ;;
     *) echo "-" ;;
   esac
 }
