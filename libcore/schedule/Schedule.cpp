@@ -111,15 +111,6 @@ long long columnThreads(long long P, long long V, int bytes) {
   return warp;
 }
 
-/// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
-/// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite combining
-/// each output's partials: H100, [131072, 1024] over dim 0 with vector[2]
-/// (bench/results/2026-11-22-h100-size-variants.txt): max f16 142 -> 120 us, max f32 203 -> 190
-/// us, sum f32 194 -> 190 us. From 8192 rows: [8192, 768] over dim 0 with vector[2] (f32) or [4]
-/// (f16, bool) and ~4 blocks per SM, medians of three runs against one output per thread and ~8
-/// blocks per SM (bench/results/2026-11-23-h100-yreduce.txt): sum f32 19.65 -> 17.15 us, max f32
-/// 20.03 -> 18.78, sum f16 14.40 -> 12.70, max f16 14.85 -> 14.18, and bool 12.26 -> 10.66; at
-/// 1024 rows ([1024, 1024] over dim 0) vectors were 9-29% slower.
 /// Narrow whole-column blocks of a y-reduce (defaultSizes): kNarrowColumns columns a block, one
 /// element each (8 f32 are one 32-byte sector a row), kNarrowRows threads over the reduced dim.
 constexpr long long kNarrowColumns = 8, kNarrowRows = 64;
@@ -130,6 +121,15 @@ bool narrowColumns(long long P, long long R) {
   return R <= 32 * kNarrowRows && ceilDiv(P, kNarrowColumns) >= 64;
 }
 
+/// A y-reduce over many rows: where its columns are too few for whole-column blocks, two outputs
+/// per thread still pay (two independent accumulators, 8 bytes a row for f32) despite combining
+/// each output's partials: H100, [131072, 1024] over dim 0 with vector[2]
+/// (bench/results/2026-11-22-h100-size-variants.txt): max f16 142 -> 120 us, max f32 203 -> 190
+/// us, sum f32 194 -> 190 us. From 8192 rows: [8192, 768] over dim 0 with vector[2] (f32) or [4]
+/// (f16, bool) and ~4 blocks per SM, medians of three runs against one output per thread and ~8
+/// blocks per SM (bench/results/2026-11-23-h100-yreduce.txt): sum f32 19.65 -> 17.15 us, max f32
+/// 20.03 -> 18.78, sum f16 14.40 -> 12.70, max f16 14.85 -> 14.18, and bool 12.26 -> 10.66; at
+/// 1024 rows ([1024, 1024] over dim 0) vectors were 9-29% slower.
 bool tallColumns(const BandShape &b) {
   for (size_t m = 0; m < b.extent.size(); ++m)
     if (b.reduced[m] && b.extent[m] >= 8192) return true;
@@ -152,7 +152,7 @@ int narrowestBytes(const Scop &scop, const isl::union_set &dom) {
 
 /// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
 /// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
-int vectorWidth(const Scop &scop, const BandShape &shape) {
+int vectorWidth(const BandShape &shape) {
   int c = shape.contiguous;
   // A symbolic contiguous extent may not be a multiple of V; other symbolic extents do not matter
   // (sg7: [B, 128, 768] over b and s reads 768 columns).
@@ -195,7 +195,7 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
 BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape = analyseBandShape(scop, band);
   shape.elementBytes = narrowestBytes(scop, nodeDomain(band));
-  shape.vector = vectorWidth(scop, shape);
+  shape.vector = vectorWidth(shape);
   return shape;
 }
 
