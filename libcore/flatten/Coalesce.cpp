@@ -389,7 +389,7 @@ private:
     nt.shape.clear();
     for (int d : perm) nt.shape.push_back(t.shape[d]);
     p_.tensors.push_back(nt);
-    relayouts_.push_back({t.name, name, perm});
+    relayouts_.push_back({t.name, name, perm, {}});
     // name(o0, o1, ...) = t(...) with o_d at t's dim perm[d].
     std::vector<std::string> in(perm.size()), out;
     for (size_t d = 0; d < perm.size(); ++d) {
@@ -421,7 +421,7 @@ private:
     t.shape = shape;
     p_.statements[w].stmt.lhs.indices = lhs;
     changed_.insert(w);
-    relayouts_.push_back({t.name, t.name, perm});
+    relayouts_.push_back({t.name, t.name, perm, {}});
   }
 
   static void collectMutable(const ExprPtr &e, std::vector<Access *> &out) {

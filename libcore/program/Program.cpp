@@ -20,7 +20,7 @@ const TensorDecl *Program::tensor(const std::string &n) const {
   return nullptr;
 }
 
-static bool isIdentifier(const std::string &s) {
+bool isIdentifier(const std::string &s) {
   if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
   for (char c : s)
     if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
@@ -35,8 +35,11 @@ std::vector<std::pair<std::string, long long>> readParams(const YamlDoc &doc) {
   for (const auto &kv : p) {
     std::string name = doc.str(kv.first);
     if (!isIdentifier(name)) fail(doc.valueLoc(kv.first), "bad parameter name '" + name + "'");
+    for (const auto &[n, v] : params)
+      if (n == name) fail(doc.valueLoc(kv.first), "parameter '" + name + "' declared twice");
     long long v = doc.integer(kv.second);
-    if (v < 1) fail(doc.valueLoc(kv.second), "parameter '" + name + "' must be positive");
+    if (v < 1 || v > kMaxExtent)
+      fail(doc.valueLoc(kv.second), "parameter '" + name + "' must be between 1 and " + std::to_string(kMaxExtent));
     params.push_back({name, v});
   }
   return params;
@@ -77,9 +80,17 @@ std::vector<TensorDecl> readTensors(const YamlDoc &doc, const YAML::Node &node,
         if (!found) fail(doc.valueLoc(e), "unknown parameter '" + s + "' in shape (declare it under 'params')");
       } else {
         ext.value = doc.integer(e);
-        if (ext.value < 1) fail(doc.valueLoc(e), "extents must be positive, found " + s);
+        if (ext.value < 1 || ext.value > kMaxExtent)
+          fail(doc.valueLoc(e), "extents must be between 1 and " + std::to_string(kMaxExtent) + ", found " + s);
       }
       t.shape.push_back(ext);
+    }
+    if (t.shape.size() > kMaxRank) fail(doc.loc(shape), "at most " + std::to_string(kMaxRank) + " dimensions");
+    long long elements = 1;
+    for (const auto &e : t.shape) {
+      if (elements > kMaxElements / e.value)
+        fail(doc.loc(shape), "tensor '" + t.name + "' has more than " + std::to_string(kMaxElements) + " elements");
+      elements *= e.value;
     }
     YAML::Node role = doc.field(d, "role");
     std::string r = doc.str(role);

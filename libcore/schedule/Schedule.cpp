@@ -395,69 +395,6 @@ KernelSizes defaultSizes(const BandShape &b) {
   return s;
 }
 
-std::map<int, KernelSizes> parseSizes(const std::string &text) {
-  std::map<int, KernelSizes> out;
-  if (text.empty()) return out;
-  isl::union_map um;
-  try {
-    um = isl::union_map(islCtx(), text);
-  } catch (const isl::exception &) {
-  }
-  if (um.is_null()) throw UsageError("--sizes: isl cannot parse '" + text + "'");
-  isl::map_list maps = um.get_map_list();
-  for (int i = 0; i < (int)maps.size(); ++i) {
-    isl::map m = maps.at(i);
-    std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
-    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "vector") || m.domain_tuple_dim() != 1 ||
-        (ran == "vector" && m.range_tuple_dim() != 1))
-      throw UsageError("--sizes: expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]' or 'kernel[k] -> vector[V]'");
-    isl::set w = m.wrap();
-    if (isl_set_is_bounded(w.get()) != isl_bool_true) throw UsageError("--sizes: each entry must give fixed numbers");
-    // One map per space: several kernels' entries of one kind share it, a point each.
-    w.foreach_point([&](isl::point pt) {
-      int k = (int)pointCoordinate(pt, 0);
-      std::vector<long long> v;
-      for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
-      if (!out.count(k)) out[k].vector = 0; // not given
-      if (ran == "vector") {
-        if (out[k].vector != 0) throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has two vector entries");
-        if (v[0] < 1) throw UsageError("--sizes: sizes must be positive");
-        out[k].vector = v[0];
-        return;
-      }
-      auto &slot = ran == "tile" ? out[k].tile : out[k].block;
-      if (!slot.empty()) throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has two " + ran + " entries");
-      slot = v;
-    });
-  }
-  for (const auto &[k, s] : out) {
-    for (const auto &v : {s.tile, s.block})
-      for (long long x : v)
-        if (x < 1) throw UsageError("--sizes: sizes must be positive");
-  }
-  return out;
-}
-
-std::string printSizes(const std::map<int, KernelSizes> &sizes) {
-  std::ostringstream os;
-  os << "{ ";
-  bool first = true;
-  auto list = [](const std::vector<long long> &v) {
-    std::string s;
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s;
-  };
-  for (const auto &[k, s] : sizes) {
-    if (s.tile.empty()) continue;
-    os << (first ? "" : "; ") << "kernel[" << k << "] -> tile[" << list(s.tile) << "]; kernel[" << k << "] -> block["
-       << list(s.block) << "]";
-    if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
-    first = false;
-  }
-  os << " }";
-  return os.str();
-}
-
 Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);

@@ -65,7 +65,7 @@ const ScopStatement *Scop::statement(const std::string &n) const {
 
 namespace {
 
-enum class Level { Scop, Schedule, Bound, Kernel };
+using Level = ScopLevel;
 
 /// Reads an isl string and checks that isl parses it as `what`.
 std::string islField(const YamlDoc &doc, const YAML::Node &map, const std::string &key, IslKind what) {
@@ -73,6 +73,13 @@ std::string islField(const YamlDoc &doc, const YAML::Node &map, const std::strin
   std::string s = doc.str(n);
   checkIslText(s, what, doc.valueLoc(n));
   return s;
+}
+
+bool boolean(const YamlDoc &doc, const YAML::Node &n) {
+  std::string v = doc.str(n);
+  if (v == "true") return true;
+  if (v == "false") return false;
+  fail(doc.valueLoc(n), "expected true or false, found '" + v + "'");
 }
 
 std::vector<std::string> strList(const YamlDoc &doc, const YAML::Node &n) {
@@ -88,92 +95,112 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
   Scop s;
   s.kind = kind;
   s.name = doc.str(doc.field(doc.root, "name"));
+  s.at.name = doc.valueLoc(doc.root["name"]);
   s.params = readParams(doc);
   s.tensors = readTensors(doc, doc.field(doc.root, "tensors"), s.params);
   YAML::Node stmts = doc.field(doc.root, "statements");
   if (!stmts.IsSequence()) fail(doc.loc(stmts), "'statements' must be a list");
+  s.at.statements = doc.loc(stmts);
   for (const auto &n : stmts) {
     ScopStatement st;
     st.loc = doc.loc(n);
     st.name = doc.str(doc.field(n, "name"));
+    st.at.name = doc.valueLoc(n["name"]);
     std::string k = doc.str(doc.field(n, "kind"));
     if (k == "assign") st.kind = StmtKind::Assign;
     else if (k == "reduce") st.kind = StmtKind::Reduce;
     else if (k == "init") st.kind = StmtKind::Init;
     else fail(doc.valueLoc(n["kind"]), "unknown statement kind '" + k + "'");
-    if (n["source"]) st.source = doc.str(n["source"]);
+    if (n["source"]) st.source = doc.str(n["source"]), st.at.source = doc.valueLoc(n["source"]);
     if (st.kind != StmtKind::Assign) {
       YAML::Node op = doc.field(n, "op");
       st.op = reduceOpFromName(doc.str(op));
       if (!st.op) fail(doc.valueLoc(op), "unknown reduction '" + doc.str(op) + "'");
     }
-    if (st.kind == StmtKind::Init) st.reduction = doc.str(doc.field(n, "initialises"));
+    if (st.kind == StmtKind::Init) {
+      st.reduction = doc.str(doc.field(n, "initialises"));
+      st.at.initialises = doc.valueLoc(n["initialises"]);
+    }
     auto form = parseForm(doc.str(doc.field(n, "form")));
     if (!form) fail(doc.valueLoc(n["form"]), "unknown form '" + doc.str(n["form"]) + "'");
     st.form = *form;
     st.dims = strList(doc, doc.field(n, "dims"));
+    st.at.dims = doc.loc(n["dims"]);
     st.iterators = strList(doc, doc.field(n, "iterators"));
+    st.at.iterators = doc.loc(n["iterators"]);
     st.domain = islField(doc, n, "domain", IslKind::Set);
+    st.at.domain = doc.valueLoc(n["domain"]);
     st.recovery = islField(doc, n, "recovery", IslKind::MultiAff);
+    st.at.recovery = doc.valueLoc(n["recovery"]);
     st.write = islField(doc, n, "write", IslKind::Map);
+    st.at.write = doc.valueLoc(n["write"]);
     YAML::Node reads = doc.field(n, "reads");
     if (!reads.IsSequence()) fail(doc.loc(reads), "'reads' must be a list of isl maps");
     for (const auto &r : reads) {
       checkIslText(doc.str(r), IslKind::Map, doc.valueLoc(r));
       st.reads.push_back(doc.str(r));
+      st.at.reads.push_back(doc.valueLoc(r));
     }
     st.body = doc.str(doc.field(n, "body"));
-    if (n["interchanged"]) st.interchanged = n["interchanged"].as<bool>();
-    if (st.kind != StmtKind::Init) {
-      try {
-        ExprPtr e = parseExpr(st.body);
-        std::vector<const Access *> acc;
-        collectAccesses(e, acc);
-        if (acc.size() != st.reads.size())
-          fail(doc.valueLoc(n["body"]), "body has " + std::to_string(acc.size()) + " accesses but 'reads' lists " +
-                                            std::to_string(st.reads.size()));
-      } catch (const ParseError &e) {
-        fail(doc.valueLoc(n["body"]).shifted(e.offset), e.message);
-      }
-    }
+    st.at.body = doc.valueLoc(n["body"]);
+    if (n["interchanged"]) st.interchanged = boolean(doc, n["interchanged"]);
     s.statements.push_back(st);
   }
   if (YAML::Node rl = doc.root["relayouts"]) {
     if (!rl.IsSequence()) fail(doc.loc(rl), "'relayouts' must be a list");
     for (const auto &r : rl) {
       Relayout x;
+      x.loc = doc.loc(r);
       x.tensor = doc.str(doc.field(r, "tensor"));
       x.as = doc.str(doc.field(r, "as"));
-      for (const auto &o : doc.field(r, "order")) x.order.push_back((int)doc.integer(o));
+      YAML::Node order = doc.field(r, "order");
+      if (!order.IsSequence()) fail(doc.loc(order), "'order' must be a list of dims");
+      for (const auto &o : order) {
+        long long d = doc.integer(o);
+        if (d < 0 || d > 64) fail(doc.valueLoc(o), "dim " + std::to_string(d) + " out of range");
+        x.order.push_back((int)d);
+      }
       s.relayouts.push_back(x);
     }
   }
   if (level >= Level::Schedule) {
     YAML::Node tree = doc.field(doc.root, "schedule");
     s.schedule = doc.str(tree);
-    checkIslText(s.schedule, IslKind::Schedule, doc.valueLoc(tree));
+    s.at.schedule = doc.valueLoc(tree);
+    checkIslText(s.schedule, IslKind::Schedule, s.at.schedule);
     s.sizes = islField(doc, doc.root, "sizes", IslKind::UnionMap);
+    s.at.sizes = doc.valueLoc(doc.root["sizes"]);
     YAML::Node deps = doc.field(doc.root, "dependences");
     s.flow = islField(doc, deps, "flow", IslKind::UnionMap);
+    s.at.flow = doc.valueLoc(deps["flow"]);
     s.reductionDeps = islField(doc, deps, "reduction", IslKind::UnionMap);
+    s.at.reduction = doc.valueLoc(deps["reduction"]);
   }
   if (level >= Level::Bound) {
     YAML::Node ks = doc.field(doc.root, "kernels");
     if (!ks.IsSequence()) fail(doc.loc(ks), "'kernels' must be a list");
+    s.at.kernels = doc.loc(ks);
     for (const auto &k : ks) {
       KernelConfig kc;
+      kc.at.kernel = doc.loc(k);
       kc.name = doc.str(doc.field(k, "name"));
+      kc.at.name = doc.valueLoc(k["name"]);
       kc.statements = strList(doc, doc.field(k, "statements"));
+      for (const auto &e : k["statements"]) kc.at.statements.push_back(doc.valueLoc(e));
       auto grid = strList(doc, doc.field(k, "grid"));
+      kc.at.grid = doc.loc(k["grid"]);
       YAML::Node block = doc.field(k, "block");
       if (grid.size() != 3 || !block.IsSequence() || block.size() != 3)
         fail(doc.loc(k), "'grid' and 'block' need three entries (x, y, z)");
+      kc.at.block = doc.loc(block);
       for (int d = 0; d < 3; ++d) {
         kc.grid[d] = grid[d];
-        kc.block[d] = (int)doc.integer(block[d]);
-        if (kc.block[d] < 1) fail(doc.valueLoc(block[d]), "block sizes must be positive");
+        long long b = doc.integer(block[d]);
+        if (b < 1 || b > 1024) fail(doc.valueLoc(block[d]), "block sizes must be between 1 and 1024");
+        kc.block[d] = (int)b;
       }
       if (kc.block[0] * kc.block[1] * kc.block[2] > 1024) fail(doc.loc(block), "more than 1024 threads per block");
+      if (kc.block[2] > 64) fail(doc.valueLoc(block[2]), "more than 64 threads along z");
       kc.reduceAxis = doc.str(doc.field(k, "reduce_axis"));
       if (kc.reduceAxis != "none" && kc.reduceAxis != "x" && kc.reduceAxis != "y")
         fail(doc.valueLoc(k["reduce_axis"]), "'reduce_axis' must be none, x or y");
@@ -181,14 +208,17 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
       if (kc.reduceBlockAxis != "none" && kc.reduceBlockAxis != "x" && kc.reduceBlockAxis != "y")
         fail(doc.valueLoc(k["reduce_block_axis"]), "'reduce_block_axis' must be none, x or y");
       kc.promoted = strList(doc, doc.field(k, "promoted"));
+      for (const auto &e : k["promoted"]) kc.at.promoted.push_back(doc.valueLoc(e));
       s.kernels.push_back(kc);
     }
   }
   if (level >= Level::Kernel) {
     s.launcher = doc.str(doc.field(doc.root, "launcher"));
+    s.at.launcher = doc.valueLoc(doc.root["launcher"]);
     if (doc.root["source"]) s.source = doc.str(doc.root["source"]);
   }
   s.provenance = readProvenance(doc);
+  validate(s, level);
   return s;
 }
 

@@ -13,6 +13,15 @@
 namespace polyk {
 
 enum class Role { Input, Output, Temporary };
+
+/// Limits every reader enforces, so that sizes, element counts and the index arithmetic of
+/// generated code (64-bit) cannot overflow.
+constexpr long long kMaxExtent = 1LL << 40;
+constexpr long long kMaxElements = 1LL << 48;
+constexpr size_t kMaxRank = 16;
+
+/// A C identifier: tensor, parameter, statement and kernel names are printed into C.
+bool isIdentifier(const std::string &s);
 const char *roleName(Role r);
 
 /// One extent of a shape: a number, or a parameter name with the value `params` gives it.

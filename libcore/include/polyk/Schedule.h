@@ -7,6 +7,7 @@
 #pragma once
 
 #include "polyk/Scop.h"
+#include "polyk/Sizes.h"
 
 #include <isl/cpp.h>
 
@@ -15,24 +16,12 @@
 
 namespace polyk {
 
-struct KernelSizes {
-  std::vector<long long> tile;
-  std::vector<long long> block;
-  /// Consecutive elements a thread takes at a time along the contiguous member (`kernel[k] ->
-  /// vector[V]`): BandShape::vector by default; 0 in parsed `--sizes` that do not give it.
-  long long vector = 1;
-};
-
 struct ScheduleOptions {
   std::string sizes; // isl union map text; kernels it does not name get the defaults
 };
 
 /// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.
 Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes = nullptr);
-
-/// Parses a sizes map; throws UsageError with a clear message when it is not one.
-std::map<int, KernelSizes> parseSizes(const std::string &text);
-std::string printSizes(const std::map<int, KernelSizes> &sizes);
 
 /// The shape of one kernel's outermost band, as the default-size rule sees it.
 struct BandShape {

@@ -36,6 +36,11 @@ struct ScopStatement {
   std::string body;      // right-hand side in the input syntax, over the original iterators
   bool interchanged = false;      // interleaved parallel / reduced dims were reordered
   SourceLoc loc;         // in the file it was read from (not written)
+  /// Where each field's value was read (empty when built in memory), for the validator's errors.
+  struct Locs {
+    SourceLoc name, source, initialises, dims, iterators, domain, recovery, write, body;
+    std::vector<SourceLoc> reads;
+  } at;
 };
 
 /// A tensor flatten re-laid out so an interchanged reduction reads consecutive addresses
@@ -43,6 +48,7 @@ struct ScopStatement {
 struct Relayout {
   std::string tensor, as;
   std::vector<int> order;
+  SourceLoc loc;
 };
 
 /// One kernel of the bound program: a child of the schedule tree's top-level sequence.
@@ -54,6 +60,11 @@ struct KernelConfig {
   std::string reduceAxis = "none";       // thread axis of the block reduction: none, x, y
   std::string reduceBlockAxis = "none";  // grid axis over which one reduction spans blocks
   std::vector<std::string> promoted;     // temporaries kept in registers
+  /// Where each field's value was read (empty when built in memory).
+  struct Locs {
+    SourceLoc kernel, name, grid, block;
+    std::vector<SourceLoc> statements, promoted;
+  } at;
 };
 
 struct Scop {
@@ -74,6 +85,10 @@ struct Scop {
   std::string launcher;       // C signature of the host launcher
   std::string source;         // file name of the CUDA source, if known
   Provenance provenance;
+  /// Where the top-level fields were read (empty when built in memory).
+  struct Locs {
+    SourceLoc name, statements, schedule, sizes, flow, reduction, kernels, launcher;
+  } at;
 
   const TensorDecl *tensor(const std::string &n) const;
   const ScopStatement *statement(const std::string &n) const;
@@ -84,6 +99,14 @@ std::string elementsExpr(const TensorDecl &t);
 /// `[B] -> { : B = 64 }`: the parameters at the values the program gives them (for decisions that
 /// need numbers, like default sizes; the code stays symbolic).
 std::string paramDefaults(const Scop &s);
+
+/// The file kinds that share this structure, each adding to the one before.
+enum class ScopLevel { Scop, Schedule, Bound, Kernel };
+
+/// Checks what the schemas cannot (names defined once and resolved, bounded domains, matching
+/// spaces and arities, sizes and marks in range, a schedule tree that covers the statements);
+/// throws InputError at the offending value. Every reader below calls it.
+void validate(const Scop &s, ScopLevel level);
 
 Scop readScop(const std::string &text, const std::string &file);
 std::string writeScop(const Scop &s);

@@ -1,0 +1,32 @@
+// The sizes of schedule/1 and of `--sizes` (PPCG's form): per kernel, tile and block sizes per
+// band member, outermost first, and the vector width along the contiguous member:
+//   { kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8]; kernel[0] -> vector[4] }
+#pragma once
+
+#include "polyk/Diagnostics.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace polyk {
+
+struct KernelSizes {
+  std::vector<long long> tile;
+  std::vector<long long> block;
+  /// Consecutive elements a thread takes at a time along the contiguous member (`kernel[k] ->
+  /// vector[V]`): BandShape::vector by default; 0 in parsed `--sizes` that do not give it.
+  long long vector = 1;
+};
+
+/// The largest kernel number, tile size and vector width a sizes map may give.
+constexpr long long kMaxKernels = 4096;
+constexpr long long kMaxTile = (1LL << 31) - 1;
+constexpr long long kMaxVector = 16;
+
+/// Parses a sizes map. Where it is not one: an InputError at `*where` (a file's `sizes:` value),
+/// or with `where` null a UsageError (the `--sizes` option).
+std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *where = nullptr);
+std::string printSizes(const std::map<int, KernelSizes> &sizes);
+
+} // namespace polyk

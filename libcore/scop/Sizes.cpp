@@ -1,0 +1,93 @@
+// Reading and printing the sizes map (see Sizes.h). Every entry is checked before isl enumerates
+// its points: a map that is not a function of k, or whose k or values are out of range, would
+// otherwise enumerate without end or overflow later.
+#include "polyk/Sizes.h"
+
+#include "polyk/Isl.h"
+
+#include <isl/map.h>
+#include <isl/set.h>
+#include <sstream>
+
+namespace polyk {
+
+std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *where) {
+  auto bad = [&](const std::string &message) {
+    if (where) fail(*where, "sizes: " + message);
+    throw UsageError("--sizes: " + message);
+  };
+  std::map<int, KernelSizes> out;
+  if (text.empty()) return out;
+  isl::union_map um;
+  try {
+    um = isl::union_map(islCtx(), text);
+  } catch (const isl::exception &) {
+  }
+  if (um.is_null()) bad("isl cannot parse '" + text + "'");
+  const std::string form = "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]' or 'kernel[k] -> vector[V]'";
+  isl::map_list maps = um.get_map_list();
+  for (int i = 0; i < (int)maps.size(); ++i) {
+    isl::map m = maps.at(i);
+    if (isl_map_dim(m.get(), isl_dim_param) != 0) bad("each entry must give fixed numbers");
+    if (!isl_map_has_tuple_name(m.get(), isl_dim_in) || !isl_map_has_tuple_name(m.get(), isl_dim_out)) bad(form);
+    std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
+    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "vector") || m.domain_tuple_dim() != 1 ||
+        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() != 1))
+      bad(form);
+    if (m.range_tuple_dim() > 8) bad("at most 8 sizes per entry");
+    isl::set w = m.wrap();
+    if (isl_set_is_bounded(w.get()) != isl_bool_true || !m.is_single_valued())
+      bad("each entry must give fixed numbers");
+    // One map per space: several kernels' entries of one kind share it, a point each. Checked to
+    // stay within range first, so enumerating the points stays small.
+    std::string range = "{ kernel[k] -> " + ran + "[";
+    for (unsigned d = 0; d < m.range_tuple_dim(); ++d) range += std::string(d ? ", " : "") + "v" + std::to_string(d);
+    range += "] : 0 <= k < " + std::to_string(kMaxKernels);
+    for (unsigned d = 0; d < m.range_tuple_dim(); ++d)
+      range += " and 1 <= v" + std::to_string(d) + " <= " + std::to_string(ran == "vector" ? kMaxVector : kMaxTile);
+    range += " }";
+    if (!m.is_subset(isl::map(islCtx(), range)))
+      bad(ran + " sizes must be between 1 and " + std::to_string(ran == "vector" ? kMaxVector : kMaxTile) +
+          ", for kernels 0 to " + std::to_string(kMaxKernels - 1));
+    std::string error;
+    w.foreach_point([&](isl::point pt) {
+      if (!error.empty()) return;
+      int k = (int)pointCoordinate(pt, 0);
+      std::vector<long long> v;
+      for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
+      if (!out.count(k)) out[k].vector = 0; // not given
+      if (ran == "vector") {
+        if (out[k].vector != 0) error = "kernel[" + std::to_string(k) + "] has two vector entries";
+        out[k].vector = v[0];
+        return;
+      }
+      auto &slot = ran == "tile" ? out[k].tile : out[k].block;
+      if (!slot.empty()) error = "kernel[" + std::to_string(k) + "] has two " + ran + " entries";
+      slot = v;
+    });
+    if (!error.empty()) bad(error);
+  }
+  return out;
+}
+
+std::string printSizes(const std::map<int, KernelSizes> &sizes) {
+  std::ostringstream os;
+  os << "{ ";
+  bool first = true;
+  auto list = [](const std::vector<long long> &v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s;
+  };
+  for (const auto &[k, s] : sizes) {
+    if (s.tile.empty()) continue;
+    os << (first ? "" : "; ") << "kernel[" << k << "] -> tile[" << list(s.tile) << "]; kernel[" << k << "] -> block["
+       << list(s.block) << "]";
+    if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
+    first = false;
+  }
+  os << " }";
+  return os.str();
+}
+
+} // namespace polyk
