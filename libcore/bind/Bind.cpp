@@ -86,7 +86,12 @@ bool promotable(const Scop &scop, const TensorDecl &t, const std::vector<std::st
 Scop bind(const Scop &in, const BindOptions &options) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(in.schedule);
-  std::map<int, KernelSizes> sizes = parseSizes(in.sizes);
+  std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
+  // Sizes that do not fit a kernel came from the file, or from --sizes where it was given.
+  auto sizeError = [&](const std::string &message) {
+    if (options.sizes.empty()) fail(in.at.sizes, message);
+    throw UsageError(message);
+  };
   for (const auto &[k, s] : parseSizes(options.sizes)) {
     if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
     if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
@@ -109,10 +114,10 @@ Scop bind(const Scop &in, const BindOptions &options) {
     }
     isl::schedule_node_band tileBand = node.as<isl::schedule_node_band>();
     unsigned n = tileBand.n_member();
-    if (n > 2) throw UsageError("kernel " + std::to_string(k) + " has a band of " + std::to_string(n) + " members; at most 2 are supported");
+    if (n > 2) sizeError("kernel " + std::to_string(k) + " has a band of " + std::to_string(n) + " members; at most 2 are supported");
     const KernelSizes &sz = sizes[k];
     if (sz.block.size() != n || sz.tile.size() != n)
-      throw UsageError("kernel " + std::to_string(k) + ": sizes do not match its band of " + std::to_string(n) + " members");
+      sizeError("kernel " + std::to_string(k) + ": sizes do not match its band of " + std::to_string(n) + " members");
     BandShape shape = analyseBand(in, tileBand);
 
     // Thread x: the member whose unit step reads consecutive addresses (memory coalescing); for
@@ -146,7 +151,7 @@ Scop bind(const Scop &in, const BindOptions &options) {
     if (n == 2 && count[blockAxis[0] == "y" ? 0 : 1] > 65535) {
       std::swap(blockAxis[0], blockAxis[1]); // blockIdx.y is limited to 65535
       if (count[blockAxis[0] == "y" ? 0 : 1] > 65535)
-        throw UsageError("kernel " + std::to_string(k) + " needs more than 65535 blocks on both grid axes; use larger tiles");
+        sizeError("kernel " + std::to_string(k) + " needs more than 65535 blocks on both grid axes; use larger tiles");
     }
     // Along the contiguous member each thread takes `vector` consecutive elements at a time (an
     // innermost loop of that many), where whole vectors tile the tile. In a y-reduce (the member
@@ -164,14 +169,14 @@ Scop bind(const Scop &in, const BindOptions &options) {
       // threads entirely.
       long long perThread = columns && (int)m == c ? vector : 1;
       if (!shape.reduced[m] && shape.form != Form::Elementwise && sz.tile[m] != sz.block[m] * perThread)
-        throw UsageError("kernel " + std::to_string(k) + ": the tile size of a parallel dim (" + std::to_string(sz.tile[m]) +
+        sizeError("kernel " + std::to_string(k) + ": the tile size of a parallel dim (" + std::to_string(sz.tile[m]) +
                          ") must equal its block size (" + std::to_string(sz.block[m]) + ")" +
                          (perThread > 1 ? " times its vector (" + std::to_string(perThread) + ")" : ""));
       if (sz.block[m] > sz.tile[m])
-        throw UsageError("kernel " + std::to_string(k) + ": block size " + std::to_string(sz.block[m]) +
+        sizeError("kernel " + std::to_string(k) + ": block size " + std::to_string(sz.block[m]) +
                          " exceeds tile size " + std::to_string(sz.tile[m]));
     }
-    if (kc.block[0] * kc.block[1] > 1024) throw UsageError("kernel " + std::to_string(k) + ": more than 1024 threads per block");
+    if (kc.block[0] * kc.block[1] > 1024) sizeError("kernel " + std::to_string(k) + ": more than 1024 threads per block");
     if (red >= 0) kc.reduceAxis = threadAxis[red], kc.reduceBlockAxis = blockAxis[red];
 
     // Registers for fused temporaries, decided on the untiled band's schedule.

@@ -145,14 +145,32 @@ private:
     return a;
   }
 
+  /// Expressions nest at most this deep, chains of binary operators included: the parser, the
+  /// printers and the destructors recurse over the tree.
+  static constexpr int kMaxDepth = 200;
+
+  /// Counts one level of nesting for the scope of a parse function.
+  struct Nest {
+    Parser &p;
+    Nest(Parser &parser, int offset) : p(parser) {
+      ++p.depth_;
+      if (p.depth_ > kMaxDepth) throw ParseError{offset, "expression nested too deeply (at most " + std::to_string(kMaxDepth) + " levels)"};
+    }
+    ~Nest() { --p.depth_; }
+  };
+
   ExprPtr binary(std::vector<std::string> ops, ExprPtr (Parser::*sub)()) {
+    Nest nest(*this, peek().offset);
     ExprPtr lhs = (this->*sub)();
+    int chain = 0;
     while (true) {
       const Token &t = peek();
       bool found = false;
       for (const auto &o : ops)
         if (t.kind == Token::Op && t.text == o) found = true;
       if (!found) return lhs;
+      if (depth_ + ++chain > kMaxDepth)
+        throw ParseError{t.offset, "expression nested too deeply (at most " + std::to_string(kMaxDepth) + " levels)"};
       next();
       auto e = std::make_shared<Expr>();
       e->kind = Expr::Kind::Binary;
@@ -172,6 +190,7 @@ private:
   ExprPtr unary() {
     const Token &t = peek();
     if (t.kind == Token::Op && (t.text == "-" || t.text == "!")) {
+      Nest nest(*this, t.offset);
       next();
       auto e = std::make_shared<Expr>();
       e->kind = Expr::Kind::Unary;
@@ -231,6 +250,7 @@ private:
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 } // namespace

@@ -123,7 +123,11 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
     std::cerr << spec.name << ": error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception &e) {
-    std::cerr << spec.name << ": " << formatDiagnostic({in.displayName}, e.what()) << "\n";
+    // Not a checked error: an isl error or a gap in the checks. Still an error, never an abort.
+    std::cerr << spec.name << ": " << formatDiagnostic({in.displayName}, std::string("internal error: ") + e.what()) << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << spec.name << ": " << formatDiagnostic({in.displayName}, "internal error") << "\n";
     return 1;
   }
   return 0;
