@@ -11,7 +11,10 @@
 #include <isl/schedule_node.h>
 #include <isl/point.h>
 #include <isl/map.h>
+#include <map>
+#include <set>
 #include <vector>
+#include <yaml-cpp/yaml.h>
 
 namespace polyk {
 
@@ -29,8 +32,71 @@ isl::ctx islCtx() {
   return isl::ctx(ctx);
 }
 
+namespace {
+
+/// The shape of a schedule tree in isl's YAML form, checked with yaml-cpp before isl reads it:
+/// isl 0.25's stream reader loops without end, allocating, on some truncated trees (a final
+/// `child:` with nothing below it). Returns what is wrong, or "".
+std::string scheduleTreeShapeError(const YAML::Node &node, int depth) {
+  if (depth > 64) return "nested more than 64 levels";
+  if (node.IsScalar()) return node.Scalar() == "leaf" ? "" : "expected a tree node, found '" + node.Scalar() + "'";
+  if (!node.IsMap()) return "expected a tree node";
+  static const std::map<std::string, std::set<std::string>> kinds = {
+      {"domain", {"child"}},  {"context", {"child"}},  {"filter", {"child"}},   {"guard", {"child"}},
+      {"mark", {"child"}},    {"extension", {"child"}}, {"expansion", {"contraction", "child"}},
+      {"schedule", {"coincident", "permutable", "options", "child"}},
+      {"sequence", {}},       {"set", {}}};
+  std::string kind;
+  for (const auto &kv : node) {
+    if (!kv.first.IsScalar()) return "expected a key";
+    std::string key = kv.first.Scalar();
+    if (!kinds.count(key)) continue;
+    if (!kind.empty()) return "a node of two kinds, '" + kind + "' and '" + key + "'";
+    kind = key;
+  }
+  if (kind.empty()) return "a node of no known kind";
+  const auto &extra = kinds.at(kind);
+  for (const auto &kv : node) {
+    std::string key = kv.first.Scalar();
+    const YAML::Node &v = kv.second;
+    if (key == kind || extra.count(key)) {
+      if (key == "child") {
+        std::string e = scheduleTreeShapeError(v, depth + 1);
+        if (!e.empty()) return e;
+      } else if (key == "sequence" || key == "set") {
+        if (!v.IsSequence() || v.size() == 0) return "'" + key + "' needs a list of nodes";
+        for (const auto &c : v) {
+          std::string e = scheduleTreeShapeError(c, depth + 1);
+          if (!e.empty()) return e;
+        }
+      } else if (key == "coincident") {
+        if (!v.IsSequence()) return "'coincident' needs a list";
+        for (const auto &c : v)
+          if (!c.IsScalar()) return "'coincident' needs a list of 0 and 1";
+      } else if (!v.IsScalar()) {
+        return "'" + key + "' needs a value";
+      }
+    } else {
+      return "unexpected key '" + key + "' in a " + kind + " node";
+    }
+  }
+  return "";
+}
+
+} // namespace
+
 void checkIslText(const std::string &text, IslKind kind, const SourceLoc &loc) {
   isl::ctx ctx = islCtx();
+  if (kind == IslKind::Schedule) {
+    std::string error;
+    try {
+      YAML::Node tree = YAML::Load(text);
+      error = tree.IsMap() && tree["domain"] ? scheduleTreeShapeError(tree, 0) : "a schedule tree starts with its 'domain'";
+    } catch (const YAML::Exception &e) {
+      error = "malformed YAML: " + e.msg;
+    }
+    if (!error.empty()) fail(loc, "bad schedule tree: " + error);
+  }
   const char *what = "";
   bool ok = true;
   try {

@@ -48,7 +48,7 @@ YamlDoc parseYaml(const std::string &text, const std::string &file) {
   } catch (const YAML::ParserException &e) {
     fail({file, e.mark.line + 1, e.mark.column + 1}, "malformed YAML: " + e.msg);
   }
-  if (!doc.root || doc.root.IsNull()) fail({file}, "empty document");
+  if (!doc.root || doc.root.IsNull()) fail({file, 1, 1}, "empty document");
   if (!doc.root.IsMap()) fail(doc.loc(doc.root), "expected a mapping at the top level");
   return doc;
 }
