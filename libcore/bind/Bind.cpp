@@ -83,7 +83,9 @@ bool promotable(const Scop &scop, const TensorDecl &t, const std::vector<std::st
 
 } // namespace
 
-Scop bind(const Scop &in, const BindOptions &options) {
+namespace {
+
+Scop bindChecked(const Scop &in, const BindOptions &options) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(in.schedule);
   std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
@@ -114,6 +116,9 @@ Scop bind(const Scop &in, const BindOptions &options) {
     }
     isl::schedule_node_band tileBand = node.as<isl::schedule_node_band>();
     unsigned n = tileBand.n_member();
+    if (!tileBand.child(0).isa<isl::schedule_node_band>() ||
+        tileBand.child(0).as<isl::schedule_node_band>().n_member() != n)
+      fail(in.at.schedule, "kernel_" + std::to_string(k) + ": the tile band needs a point band of as many members below it");
     if (n > 2) sizeError("kernel " + std::to_string(k) + " has a band of " + std::to_string(n) + " members; at most 2 are supported");
     const KernelSizes &sz = sizes[k];
     if (sz.block.size() != n || sz.tile.size() != n)
@@ -205,6 +210,12 @@ Scop bind(const Scop &in, const BindOptions &options) {
   out.sizes = printSizes(sizes); // with the overrides, as used
   out.provenance.push_back(currentStage("polyk-bind"));
   return out;
+}
+
+} // namespace
+
+Scop bind(const Scop &in, const BindOptions &options) {
+  return reportedAt(in.at.schedule, "polyk-bind", [&] { return bindChecked(in, options); });
 }
 
 isl::set mappingContext(const std::vector<KernelConfig> &kernels) {

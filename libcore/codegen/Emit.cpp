@@ -3,11 +3,14 @@
 #include "EmitParts.h"
 
 #include "polyk/Emit.h"
+#include "polyk/Isl.h"
 #include "polyk/Tool.h"
 
 namespace polyk {
 
-EmitResult emit(const Scop &bound, const EmitOptions &opt) {
+namespace {
+
+EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
   using namespace codegen;
   if (opt.blockReduce != "cub" && opt.blockReduce != "shfl")
     throw UsageError("--block-reduce must be cub or shfl");
@@ -42,6 +45,12 @@ EmitResult emit(const Scop &bound, const EmitOptions &opt) {
   r.kernelInfo.source = opt.sourceName;
   r.kernelInfo.provenance.push_back(currentStage("polyk-emit"));
   return r;
+}
+
+} // namespace
+
+EmitResult emit(const Scop &bound, const EmitOptions &opt) {
+  return reportedAt(bound.at.schedule, "polyk-emit", [&] { return emitChecked(bound, opt); });
 }
 
 } // namespace polyk

@@ -323,7 +323,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     return {pro + unroll, epi};
   };
   std::string body = printer.print(build.node_from(restricted), 1);
-  vr.checkLanes();
+  vr.checkLanes(s.at.sizes);
 
   std::string o;
   for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";

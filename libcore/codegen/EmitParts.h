@@ -77,7 +77,8 @@ public:
   int lanesOf(const std::string &stmt) const;
   /// Throws where a reduction's output moves with the innermost iterator outside a whole vector
   /// loop (a partial vector of outputs), which the one-accumulator-per-lane scheme cannot run.
-  void checkLanes() const;
+  /// Throws InputError at `sizes` where a statement's lanes do not make whole vectors.
+  void checkLanes(const SourceLoc &sizes) const;
   /// N for `for (c = 0; c <= N - 1; c += 1)`, else 0.
   static int constantTrip(const isl::ast_node &forNode);
 

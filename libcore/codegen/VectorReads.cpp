@@ -164,11 +164,11 @@ VectorReads::Loop VectorReads::loop(const isl::ast_node &forNode) {
   return result;
 }
 
-void VectorReads::checkLanes() const {
+void VectorReads::checkLanes(const SourceLoc &sizes) const {
   for (const auto &[stmt, n] : lanesNeeded_) {
     auto given = lanesGiven_.find(stmt);
     if (given == lanesGiven_.end() || given->second != n)
-      throw UsageError("statement " + stmt + ": a thread reduces into several outputs outside a whole vector loop "
+      fail(sizes, "statement " + stmt + ": a thread reduces into several outputs outside a whole vector loop "
                        "(a y-reduce's vector of columns needs tiles that divide the columns; see --sizes)");
   }
 }

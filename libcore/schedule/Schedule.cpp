@@ -395,7 +395,9 @@ KernelSizes defaultSizes(const BandShape &b) {
   return s;
 }
 
-Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+namespace {
+
+Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
 
@@ -561,6 +563,12 @@ Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, Ke
   out.provenance.push_back(currentStage("polyk-schedule"));
   if (usedSizes) *usedSizes = used;
   return out;
+}
+
+} // namespace
+
+Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+  return reportedAt(scop.at.statements, "polyk-schedule", [&] { return scheduleChecked(scop, options, usedSizes); });
 }
 
 } // namespace polyk

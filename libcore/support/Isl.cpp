@@ -117,8 +117,9 @@ void checkIslText(const std::string &text, IslKind kind, const SourceLoc &loc) {
   } catch (const isl::exception &) {
     ok = false;
   }
-  if (!ok) fail(loc, std::string("isl cannot parse this ") + what + ": '" + text.substr(0, 80) +
-                         (text.size() > 80 ? "...'" : "'"));
+  // One line of the text at most: a diagnostic is one line.
+  std::string shown = text.substr(0, std::min(text.find('\n'), size_t(80)));
+  if (!ok) fail(loc, std::string("isl cannot parse this ") + what + ": '" + shown + (shown.size() < text.size() ? "...'" : "'"));
 }
 
 std::string normalizeSet(const std::string &text) { return islStr(isl::set(islCtx(), text)); }

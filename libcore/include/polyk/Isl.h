@@ -20,6 +20,23 @@ template <class T> std::string islStr(const T &obj) {
 
 enum class IslKind { Set, UnionSet, Map, UnionMap, MultiAff, Schedule };
 
+/// Runs a stage over a file its reader checked. What the checks cannot rule out in a tree edited by
+/// hand (a band without the point band below it, say) surfaces as an isl error or a broken
+/// expectation of the stage: reported at `at` as bad input, never as a crash.
+template <class F> auto reportedAt(const SourceLoc &at, const std::string &stage, F &&run) -> decltype(run()) {
+  try {
+    return run();
+  } catch (const InputError &) {
+    throw;
+  } catch (const UsageError &) {
+    throw;
+  } catch (const isl::exception &e) {
+    fail(at, stage + " cannot process this file: isl: " + e.what());
+  } catch (const std::runtime_error &e) {
+    fail(at, stage + " cannot process this file: " + e.what());
+  }
+}
+
 /// The process-wide isl context (errors become isl::exception, nothing printed by isl).
 isl::ctx islCtx();
 
