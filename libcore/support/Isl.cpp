@@ -11,6 +11,9 @@
 #include <isl/schedule_node.h>
 #include <isl/point.h>
 #include <isl/map.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+#include <isl/aff.h>
 #include <map>
 #include <set>
 #include <vector>
@@ -37,7 +40,44 @@ namespace {
 /// The shape of a schedule tree in isl's YAML form, checked with yaml-cpp before isl reads it:
 /// isl 0.25's stream reader loops without end, allocating, on some truncated trees (a final
 /// `child:` with nothing below it). Returns what is wrong, or "".
-std::string scheduleTreeShapeError(const YAML::Node &node, int depth) {
+std::string scheduleTreeShapeError(const std::string &text, const YAML::Node &node, int depth);
+
+/// A value isl's tree reader takes as a string: double-quoted (isl reads a plain scalar as tokens,
+/// and 0.25 crashes on some: `schedule: 128[{ ... }]`), and parsed here first by isl's reader of
+/// what it holds.
+std::string treeValueError(const std::string &text, const std::string &key, const YAML::Node &v) {
+  if (key == "permutable") return v.Scalar() == "0" || v.Scalar() == "1" ? "" : "'permutable' is 0 or 1";
+  size_t pos = v.Mark().pos;
+  if (pos >= text.size() || text[pos] != '"') return "the value of '" + key + "' must be a double-quoted string";
+  if (key == "mark") return "";
+  isl_ctx *ctx = islCtx().get();
+  const char *str = v.Scalar().c_str();
+  bool ok = true;
+  if (key == "schedule") {
+    isl_multi_union_pw_aff *m = isl_multi_union_pw_aff_read_from_str(ctx, str);
+    ok = m != nullptr;
+    isl_multi_union_pw_aff_free(m);
+  } else if (key == "extension" || key == "expansion") {
+    isl_union_map *m = isl_union_map_read_from_str(ctx, str);
+    ok = m != nullptr;
+    isl_union_map_free(m);
+  } else if (key == "contraction") {
+    isl_union_pw_multi_aff *m = isl_union_pw_multi_aff_read_from_str(ctx, str);
+    ok = m != nullptr;
+    isl_union_pw_multi_aff_free(m);
+  } else if (key == "context") {
+    isl_set *m = isl_set_read_from_str(ctx, str);
+    ok = m != nullptr;
+    isl_set_free(m);
+  } else { // domain, filter, guard, options
+    isl_union_set *m = isl_union_set_read_from_str(ctx, str);
+    ok = m != nullptr;
+    isl_union_set_free(m);
+  }
+  return ok ? "" : "isl cannot parse the " + key + " '" + v.Scalar().substr(0, 80) + "'";
+}
+
+std::string scheduleTreeShapeError(const std::string &text, const YAML::Node &node, int depth) {
   if (depth > 64) return "nested more than 64 levels";
   if (node.IsScalar()) return node.Scalar() == "leaf" ? "" : "expected a tree node, found '" + node.Scalar() + "'";
   if (!node.IsMap()) return "expected a tree node";
@@ -61,20 +101,23 @@ std::string scheduleTreeShapeError(const YAML::Node &node, int depth) {
     const YAML::Node &v = kv.second;
     if (key == kind || extra.count(key)) {
       if (key == "child") {
-        std::string e = scheduleTreeShapeError(v, depth + 1);
+        std::string e = scheduleTreeShapeError(text, v, depth + 1);
         if (!e.empty()) return e;
       } else if (key == "sequence" || key == "set") {
         if (!v.IsSequence() || v.size() == 0) return "'" + key + "' needs a list of nodes";
         for (const auto &c : v) {
-          std::string e = scheduleTreeShapeError(c, depth + 1);
+          std::string e = scheduleTreeShapeError(text, c, depth + 1);
           if (!e.empty()) return e;
         }
       } else if (key == "coincident") {
         if (!v.IsSequence()) return "'coincident' needs a list";
         for (const auto &c : v)
-          if (!c.IsScalar()) return "'coincident' needs a list of 0 and 1";
+          if (!c.IsScalar() || (c.Scalar() != "0" && c.Scalar() != "1")) return "'coincident' needs a list of 0 and 1";
       } else if (!v.IsScalar()) {
         return "'" + key + "' needs a value";
+      } else {
+        std::string e = treeValueError(text, key, v);
+        if (!e.empty()) return e;
       }
     } else {
       return "unexpected key '" + key + "' in a " + kind + " node";
@@ -91,7 +134,7 @@ void checkIslText(const std::string &text, IslKind kind, const SourceLoc &loc) {
     std::string error;
     try {
       YAML::Node tree = YAML::Load(text);
-      error = tree.IsMap() && tree["domain"] ? scheduleTreeShapeError(tree, 0) : "a schedule tree starts with its 'domain'";
+      error = tree.IsMap() && tree["domain"] ? scheduleTreeShapeError(text, tree, 0) : "a schedule tree starts with its 'domain'";
     } catch (const YAML::Exception &e) {
       error = "malformed YAML: " + e.msg;
     }
