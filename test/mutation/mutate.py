@@ -74,7 +74,7 @@ def main():
         open(path, "w").write(m)
         cmd = [os.path.join(a.bin, STAGE[kind][0]), path, "-o", out]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=a.timeout)
             rc, err = r.returncode, r.stderr.strip()
         except subprocess.TimeoutExpired:
             rc, err = "timeout", ""
