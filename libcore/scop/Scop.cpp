@@ -92,6 +92,7 @@ std::vector<std::string> strList(const YamlDoc &doc, const YAML::Node &n) {
 Scop readAny(const std::string &text, const std::string &file, const std::string &kind, Level level) {
   YamlDoc doc = parseYaml(text, file);
   expectKind(doc, kind, 1);
+  resetIslBudget();
   Scop s;
   s.kind = kind;
   s.name = doc.str(doc.field(doc.root, "name"));
@@ -218,7 +219,7 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
     if (doc.root["source"]) s.source = doc.str(doc.root["source"]);
   }
   s.provenance = readProvenance(doc);
-  validate(s, level);
+  reportedAt({file, 1, 1}, "the reader", [&] { validate(s, level); });
   return s;
 }
 

@@ -14,6 +14,7 @@
 #include <isl/union_map.h>
 #include <isl/union_set.h>
 #include <isl/aff.h>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <vector>
@@ -30,10 +31,15 @@ isl::ctx islCtx() {
     isl_options_set_tile_shift_point_loops(c, 1);
     // Outer parallelism: a y-reduce comes out as an x-reduce (Panamera §4.1).
     isl_options_set_schedule_outer_coincidence(c, 1);
+    unsigned long budget = kIslOperationBudget;
+    if (const char *env = std::getenv("POLYK_ISL_OPERATIONS")) budget = std::strtoul(env, nullptr, 10);
+    isl_ctx_set_max_operations(c, budget);
     return c;
   }();
   return isl::ctx(ctx);
 }
+
+void resetIslBudget() { isl_ctx_reset_operations(islCtx().get()); }
 
 namespace {
 

@@ -3,7 +3,12 @@
 
 #include "polyk/Diagnostics.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -16,6 +21,39 @@ namespace polyk {
 
 namespace {
 std::string gOptions;
+
+/// Ends the process with an error if the work it guards has not finished in time. isl's
+/// scheduler can run for hours on a file edited into odd quasi-affine accesses, and has no
+/// deadline of its own (isl's operation budget does not reach its ILP). Nothing has been written
+/// while it runs: outputs are written after the work, so no half file is left.
+class Watchdog {
+public:
+  Watchdog(double seconds, std::string message) {
+    if (seconds <= 0) return;
+    thread_ = std::thread([this, seconds, message = std::move(message)] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+        std::cerr << message << std::endl;
+        std::_Exit(1);
+      }
+    });
+  }
+  ~Watchdog() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+private:
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
 
 std::string readAll(std::istream &in) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -56,11 +94,16 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
   std::string input = "-", output = "-";
   int verbose = 0;
   bool quiet = false;
+  double timeLimit = kDefaultTimeLimitSeconds;
   app.add_option("input", input, "input file, or - for standard input")->capture_default_str();
   app.add_option("-o,--output", output, "output file, or - for standard output (written only on success)")
       ->capture_default_str();
   app.add_flag("-v,--verbose", verbose, "more log output on stderr (repeatable)");
   app.add_flag("-q,--quiet", quiet, "only errors on stderr");
+  app.add_option("--time-limit", timeLimit,
+                 "give up with an error (exit 1, no output) after this many seconds; 0: no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.set_version_flag("--version", spec.name + " (polyk) " POLYK_VERSION);
   if (spec.addOptions) spec.addOptions(app);
 
@@ -84,6 +127,7 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
   // Provenance records the options that shape the output, not file names.
   std::vector<std::string> fileOptions = spec.fileOptions;
   fileOptions.push_back("--output");
+  fileOptions.push_back("--time-limit"); // does not shape the output
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-o") { ++i; continue; }
@@ -113,7 +157,12 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
       in.text = readAll(f);
     }
     ExtraOutputs extra;
-    std::string text = spec.run(in, extra);
+    std::string text;
+    {
+      Watchdog watchdog(timeLimit, spec.name + ": " + formatDiagnostic({in.displayName}, "gave up after " +
+                                                                        std::to_string((long)timeLimit) + " s (--time-limit)"));
+      text = spec.run(in, extra);
+    }
     for (const auto &[path, content] : extra) writeFileAtomically(path, content);
     writeFileAtomically(output, text);
   } catch (const InputError &e) {

@@ -20,10 +20,18 @@ template <class T> std::string islStr(const T &obj) {
 
 enum class IslKind { Set, UnionSet, Map, UnionMap, MultiAff, Schedule };
 
+/// isl's work on one file is bounded (isl_ctx_set_max_operations): a file edited into
+/// quasi-affine accesses can make the scheduler's ILP run for hours. Past the budget isl fails
+/// with a quota error, which a stage reports as bad input. Each reader and stage starts afresh.
+/// POLYK_ISL_OPERATIONS=N sets another budget (0: none).
+constexpr unsigned long kIslOperationBudget = 20'000'000;
+void resetIslBudget();
+
 /// Runs a stage over a file its reader checked. What the checks cannot rule out in a tree edited by
 /// hand (a band without the point band below it, say) surfaces as an isl error or a broken
 /// expectation of the stage: reported at `at` as bad input, never as a crash.
 template <class F> auto reportedAt(const SourceLoc &at, const std::string &stage, F &&run) -> decltype(run()) {
+  resetIslBudget();
   try {
     return run();
   } catch (const InputError &) {

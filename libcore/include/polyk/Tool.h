@@ -30,6 +30,9 @@ struct ToolSpec {
   std::vector<std::string> fileOptions = {};
 };
 
+/// A stage that has not finished after this long gives up with an error (`--time-limit`).
+constexpr double kDefaultTimeLimitSeconds = 300;
+
 int runTool(int argc, char **argv, const ToolSpec &spec);
 
 /// Writes `text` to `path` ("-" = stdout) through a temporary file renamed on success.
