@@ -18,7 +18,7 @@ if [ ! -d "test/fuzz/corpus/$target" ]; then
   exit 2
 fi
 if [ ! -f build-san/build.ninja ]; then
-  CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DPOLYK_SANITIZE=ON -DPOLYK_FUZZ=ON > /dev/null
 fi
 ninja -C build-san "polyk-fuzz-$target"
