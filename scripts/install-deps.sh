@@ -9,6 +9,7 @@ packages=(
   googletest libgtest-dev
   llvm-14-tools   # lit and FileCheck
   python3-yaml python3-jsonschema   # schema validation test
+  clang-14 libclang-rt-14-dev llvm-14   # build-san: ASan, UBSan, libFuzzer runtimes, llvm-symbolizer
 )
 missing=()
 for p in "${packages[@]}"; do

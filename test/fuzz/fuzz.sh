@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Fuzzes one polyk reader for a bounded time: FUZZER from the seed corpus SEEDS, with the shared
+# dictionary, for SECONDS. ctest's fuzz/TARGET and scripts/fuzz.sh run it.
+#   fuzz.sh FUZZER SECONDS SEEDS WORKDIR [libFuzzer options...]
+# WORKDIR is emptied; new inputs go to WORKDIR/corpus (libFuzzer adds them to its first corpus
+# directory, so SEEDS, the second, is only read) and a finding to WORKDIR/artifacts/. Exits
+# non-zero on a finding (crash, sanitizer report, leak, abort, timeout, out of memory) after
+# printing the saved input's path.
+set -euo pipefail
+if [ $# -lt 4 ]; then
+  echo "usage: $0 FUZZER SECONDS SEEDS WORKDIR [libFuzzer options...]" >&2
+  exit 2
+fi
+fuzzer=$1 seconds=$2 seeds=$3 work=$4
+shift 4
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work/corpus" "$work/artifacts"
+status=0
+"$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+  -dict="$here/polyk.dict" -artifact_prefix="$work/artifacts/" "$@" "$work/corpus" "$seeds" || status=$?
+if [ $status -ne 0 ]; then
+  echo "$(basename "$fuzzer"): finding (exit $status); input saved as:"
+  find "$work/artifacts" -type f | sed 's/^/  /'
+fi
+exit $status

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Regenerates the fuzzers' seed corpora, corpus/TARGET/, from the examples: each program of
+# examples/ and examples/panamera/ as program/1, and what the pipeline makes of it at default
+# options (pipelines/compile.sh) as scop/1, schedule/1, bound/1 and kernel/1. One file per
+# example per kind, named after the example, so a rerun after a format change rewrites them in place.
+#   test/fuzz/make-corpus.sh [BIN]   BIN: the stage tools, build/bin by default
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-build/bin}
+corpus=test/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rm -rf "$corpus"
+mkdir -p "$corpus"/{program,scop,schedule,bound,kernel}
+for program in examples/*.yaml examples/*/*.yaml; do
+  name=$(echo "${program#examples/}" | tr / _)
+  cp "$program" "$corpus/program/$name"
+  "$bin/polyk-flatten" "$program" -o "$corpus/scop/$name"
+  "$bin/polyk-schedule" "$corpus/scop/$name" -o "$corpus/schedule/$name"
+  "$bin/polyk-bind" "$corpus/schedule/$name" -o "$corpus/bound/$name"
+  "$bin/polyk-emit" "$corpus/bound/$name" -o "$tmp/out.cu" --kernel-info "$corpus/kernel/$name"
+done
+echo "$(find "$corpus" -type f | wc -l) files, $(du -sh "$corpus" | cut -f1) in $corpus"
