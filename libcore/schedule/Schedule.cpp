@@ -15,6 +15,7 @@ namespace polyk {
 
 namespace {
 
+constexpr int kScheduleMaxConstantTerm = 8;
 
 /// Program order with every statement at its own constant first dimension, padded to one
 /// schedule space: flow analysis needs statements ordered at the same point (ISL-NOTES.md).
@@ -479,6 +480,10 @@ Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<
     // Outer parallelism turns a y-reduce into an x-reduce (§4.1); with no parallel dim at all (only
     // all-reduces) it would only keep producers out of their reduction's band.
     isl_options_set_schedule_outer_coincidence(ctx.get(), anyParallelReduction ? 1 : 0);
+    // Constant terms of at most 8: polyk's schedules need none beyond small shifts, and unbounded
+    // ones let the ILP run for hours on accesses edited into odd quasi-affine forms (a hand-edited
+    // sg8 scop: > 2 h, now 0.06 s; every example's schedule is byte-identical).
+    isl_options_set_schedule_max_constant_term(ctx.get(), kScheduleMaxConstantTerm);
     isl::schedule part;
     try {
       part = sc.compute_schedule();

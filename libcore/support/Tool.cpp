@@ -159,8 +159,10 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
     ExtraOutputs extra;
     std::string text;
     {
-      Watchdog watchdog(timeLimit, spec.name + ": " + formatDiagnostic({in.displayName}, "gave up after " +
-                                                                        std::to_string((long)timeLimit) + " s (--time-limit)"));
+      std::ostringstream limit;
+      limit << timeLimit;
+      Watchdog watchdog(timeLimit, spec.name + ": " + formatDiagnostic({in.displayName}, "gave up after " + limit.str() +
+                                                                        " s (--time-limit)"));
       text = spec.run(in, extra);
     }
     for (const auto &[path, content] : extra) writeFileAtomically(path, content);
