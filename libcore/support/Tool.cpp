@@ -15,6 +15,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace polyk {
@@ -65,6 +66,16 @@ const std::string &commandLineOptions() { return gOptions; }
 void writeFileAtomically(const std::string &path, const std::string &text) {
   if (path == "-") {
     std::cout << text << std::flush;
+    return;
+  }
+  // A path that exists and is not a regular file (/dev/stdout, a pipe) is written in place:
+  // renaming a temporary over it would replace the device or pipe with a file.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) throw UsageError("cannot write '" + path + "'");
     return;
   }
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
