@@ -136,7 +136,7 @@ std::vector<KeptResults> keptResults(const Scop &s, const isl::schedule &mapped,
   }
   for (auto &p : parts) {
     if (p.fromRow.empty()) continue;
-    p.read = [&s, from = p.fromRow](const ScopStatement &st, size_t k, const std::string &lv) {
+    p.read = [from = p.fromRow](const ScopStatement &st, size_t k, const std::string &lv) {
       std::string t = isl::map(islCtx(), st.reads[k]).range_tuple_id().name();
       return from.count(t) ? "kept_" + t : lv;
     };
