@@ -21,7 +21,8 @@ if [ ! -f build-san/build.ninja ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DPOLYK_SANITIZE=ON -DPOLYK_FUZZ=ON > /dev/null
 fi
-ninja -C build-san "polyk-fuzz-$target"
+# Several long runs may start at once (one per core): one build at a time.
+flock build-san/.fuzz-build.lock ninja -C build-san "polyk-fuzz-$target"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 exec test/fuzz/fuzz.sh "build-san/fuzz/polyk-fuzz-$target" "$seconds" "test/fuzz/corpus/$target" \
   "build-san/fuzz-runs/$target-$(date +%Y%m%d-%H%M%S)" "$@"

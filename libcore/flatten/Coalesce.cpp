@@ -374,7 +374,7 @@ private:
       } else {
         continue;
       }
-      a->indices = order;
+      a->setPlain(order);
       changed_.insert(k);
     }
   }
@@ -398,13 +398,13 @@ private:
     }
     ProgramStatement ps;
     ps.stmt.lhs.tensor = name;
-    ps.stmt.lhs.indices = out;
+    ps.stmt.lhs.setPlain(out);
     ps.stmt.lhs.indexOffsets.assign(out.size(), 0);
     ps.stmt.assignOp = "=";
     auto rhs = std::make_shared<Expr>();
     rhs->kind = Expr::Kind::Access;
     rhs->access.tensor = t.name;
-    rhs->access.indices = in;
+    rhs->access.setPlain(in);
     rhs->access.indexOffsets.assign(in.size(), 0);
     ps.stmt.rhs = rhs;
     ps.text = printStatement(ps.stmt);
@@ -419,7 +419,7 @@ private:
     std::vector<std::string> lhs;
     for (int d : perm) shape.push_back(t.shape[d]), lhs.push_back(p_.statements[w].stmt.lhs.indices[d]);
     t.shape = shape;
-    p_.statements[w].stmt.lhs.indices = lhs;
+    p_.statements[w].stmt.lhs.setPlain(lhs);
     changed_.insert(w);
     relayouts_.push_back({t.name, t.name, perm, {}});
   }
@@ -455,6 +455,18 @@ private:
 };
 
 Scop flatten(const Program &program) {
+  // The reader accepts and checks affine programs (subscripts, `where`); their coalescing,
+  // scheduling and mapping are not built yet: a clear error rather than a wrong kernel.
+  for (const auto &ps : program.statements) {
+    if (!ps.stmt.where.empty())
+      fail(ps.loc.shifted(ps.stmt.where.front().offset), "polyk-flatten does not compile 'where' clauses yet");
+    std::vector<const Access *> accesses{&ps.stmt.lhs};
+    collectAccesses(ps.stmt.rhs, accesses);
+    for (const Access *a : accesses)
+      for (size_t d = 0; d < a->subscripts.size(); ++d)
+        if (!a->subscripts[d].isName())
+          fail(ps.loc.shifted(a->indexOffsets[d]), "polyk-flatten does not compile affine subscripts yet ('" + a->indices[d] + "')");
+  }
   Program relaid = program;
   inlineProducers(relaid);
   std::vector<Relayout> relayouts = Relayouter(relaid).run();

@@ -15,9 +15,12 @@ namespace {
 /// A copy of `e` with each index renamed through `rename` (names not in it are kept).
 ExprPtr renamed(const ExprPtr &e, const std::map<std::string, std::string> &rename) {
   auto c = std::make_shared<Expr>(*e);
-  if (c->kind == Expr::Kind::Access)
-    for (auto &ix : c->access.indices)
+  if (c->kind == Expr::Kind::Access) {
+    std::vector<std::string> names = c->access.indices;
+    for (auto &ix : names)
       if (auto it = rename.find(ix); it != rename.end()) ix = it->second;
+    c->access.setPlain(names);
+  }
   for (auto &a : c->args) a = renamed(a, rename);
   return c;
 }

@@ -76,7 +76,7 @@ private:
 
 class Parser {
 public:
-  explicit Parser(const std::string &s) : toks_(Lexer(s).run()) {}
+  explicit Parser(const std::string &s) : text_(s), toks_(Lexer(s).run()) {}
 
   Statement statement() {
     Statement st;
@@ -95,6 +95,13 @@ public:
       st.freshlyInitialised = true;
     }
     st.rhs = expr();
+    if (peek().kind == Token::Ident && peek().text == "where") {
+      next();
+      size_t start = peek().offset;
+      whereClause(st);
+      st.whereText = text_.substr(start, peek().offset - start);
+      while (!st.whereText.empty() && std::isspace((unsigned char)st.whereText.back())) st.whereText.pop_back();
+    }
     expectEnd();
     return st;
   }
@@ -132,17 +139,100 @@ private:
     expect("(");
     if (!accept(")")) {
       do {
-        const Token &ix = peek();
-        if (ix.kind != Token::Ident) throw ParseError{ix.offset, "index expressions must be plain index names"};
-        next();
-        a.indices.push_back(ix.text);
-        a.indexOffsets.push_back(ix.offset);
+        a.indexOffsets.push_back(peek().offset);
+        a.subscripts.push_back(affine("subscript"));
+        a.indices.push_back(a.subscripts.back().str());
       } while (accept(","));
-      if (peek().kind == Token::Op && peek().text != ")" && peek().text != ",")
-        throw ParseError{peek().offset, "index expressions must be plain index names"};
       expect(")");
     }
     return a;
+  }
+
+  /// An affine expression: terms `c`, `name`, `c*name`, `name*c` joined by + and -, each with an
+  /// optional leading sign. Anything else (a product of names, a division, a call) is not affine.
+  Affine affine(const std::string &what) {
+    Affine f;
+    auto add = [&](const std::string &name, long long c) {
+      for (auto &[n, k] : f.terms)
+        if (n == name) {
+          k += c;
+          return;
+        }
+      f.terms.push_back({name, c});
+    };
+    auto number = [&](const Token &t) {
+      if (t.text.find_first_not_of("0123456789") != std::string::npos || t.text.size() > 12)
+        throw ParseError{t.offset, "non-affine " + what + ": '" + t.text + "' is not an integer (at most 12 digits)"};
+      return std::stoll(t.text);
+    };
+    long long sign = 1;
+    bool first = true;
+    while (true) {
+      if (!first || peek().kind == Token::Op) {
+        if (accept("+")) sign = 1;
+        else if (accept("-")) sign = -1;
+        else if (!first) break;
+      }
+      first = false;
+      const Token &t = peek();
+      if (t.kind == Token::Number) {
+        next();
+        long long c = sign * number(t);
+        if (accept("*")) {
+          const Token &n = peek();
+          if (n.kind != Token::Ident) throw ParseError{n.offset, "non-affine " + what + ": expected an index name after '*'"};
+          next();
+          add(n.text, c);
+        } else {
+          f.constant += c;
+        }
+      } else if (t.kind == Token::Ident) {
+        next();
+        if (peek().kind == Token::Op && peek().text == "(")
+          throw ParseError{t.offset, "non-affine " + what + ": '" + t.text + "(...)' (a subscript takes indices, parameters and integers)"};
+        long long c = sign;
+        if (accept("*")) {
+          const Token &n = peek();
+          if (n.kind == Token::Ident)
+            throw ParseError{n.offset, "non-affine " + what + ": '" + t.text + " * " + n.text + "' multiplies two names"};
+          if (n.kind != Token::Number) throw ParseError{n.offset, "non-affine " + what + ": expected an integer after '*'"};
+          next();
+          c *= number(n);
+        }
+        add(t.text, c);
+      } else {
+        throw ParseError{t.offset, "expected an index, a parameter or an integer in a " + what + found()};
+      }
+      const Token &after = peek();
+      if (after.kind == Token::Op && (after.text == "/" || after.text == "%"))
+        throw ParseError{after.offset, "non-affine " + what + ": '" + after.text + "' (division and remainder are not affine)"};
+      if (after.kind == Token::Op && after.text == "*")
+        throw ParseError{after.offset, "non-affine " + what + ": a product with more than one name or integer"};
+      if (after.kind == Token::Op && after.text == "(")
+        throw ParseError{after.offset, "non-affine " + what + ": parentheses are not supported in subscripts"};
+    }
+    std::erase_if(f.terms, [](const auto &t) { return t.second == 0; });
+    return f;
+  }
+
+  /// `where 1 <= i < N - 1, 1 <= j < M - 1`: comparison chains of affine expressions.
+  void whereClause(Statement &st) {
+    static const std::set<std::string> cmps = {"<", "<=", ">", ">=", "=="};
+    do {
+      Affine lhs = affine("bound");
+      bool any = false;
+      while (peek().kind == Token::Op && cmps.count(peek().text)) {
+        Constraint c;
+        c.offset = peek().offset;
+        c.op = next().text;
+        c.lhs = lhs;
+        c.rhs = affine("bound");
+        lhs = c.rhs;
+        st.where.push_back(c);
+        any = true;
+      }
+      if (!any) throw ParseError{peek().offset, "expected a comparison (<, <=, >, >=, ==) in 'where'" + found()};
+    } while (accept(","));
   }
 
   /// Expressions nest at most this deep, chains of binary operators included: the parser, the
@@ -248,6 +338,7 @@ private:
     throw ParseError{t.offset, "expected an expression" + found()};
   }
 
+  const std::string &text_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int depth_ = 0;
@@ -296,7 +387,28 @@ std::string printExpr(const ExprPtr &e) {
 }
 
 std::string printStatement(const Statement &s) {
-  return printAccess(s.lhs) + " " + s.assignOp + (s.freshlyInitialised ? "!" : "") + " " + printExpr(s.rhs);
+  return printAccess(s.lhs) + " " + s.assignOp + (s.freshlyInitialised ? "!" : "") + " " + printExpr(s.rhs) +
+         (s.where.empty() ? "" : " where " + s.whereText);
+}
+
+void Access::setPlain(const std::vector<std::string> &names) {
+  indices = names;
+  subscripts.clear();
+  for (const auto &n : names) subscripts.push_back(Affine{{{n, 1}}, 0});
+}
+
+std::string Affine::str() const {
+  std::string s;
+  for (const auto &[name, c] : terms) {
+    long long m = c < 0 ? -c : c;
+    std::string term = (m == 1 ? "" : std::to_string(m) + "*") + name;
+    s += s.empty() ? (c < 0 ? "-" : "") + term : (c < 0 ? " - " : " + ") + term;
+  }
+  if (constant != 0 || s.empty()) {
+    long long m = constant < 0 ? -constant : constant;
+    s += s.empty() ? std::to_string(constant) : (constant < 0 ? " - " : " + ") + std::to_string(m);
+  }
+  return s;
 }
 
 } // namespace polyk

@@ -1,6 +1,8 @@
 // Reader, checker and writer of program/1 (see Program.h).
 #include "polyk/Program.h"
 
+#include "polyk/Isl.h"
+
 #include <set>
 
 namespace polyk {
@@ -119,6 +121,53 @@ void writeTensors(YAML::Emitter &out, const std::vector<TensorDecl> &tensors) {
 
 namespace {
 
+/// isl text of an affine expression, with names renamed through `isl` (index and parameter names
+/// may collide with isl's keywords: `mod`, `min`, ...).
+std::string islAffine(const Affine &f, const std::map<std::string, std::string> &isl) {
+  std::string s = std::to_string(f.constant);
+  for (const auto &[name, c] : f.terms) s += (c < 0 ? " - " : " + ") + std::to_string(c < 0 ? -c : c) + "*" + isl.at(name);
+  return "(" + s + ")";
+}
+
+/// isl proves every access of the statement inside its tensor at every instance of its domain
+/// (the indices' extents, the parameters at least 1, the `where` clause); a subscript that can
+/// escape is an error at that subscript.
+void checkInBounds(const ProgramStatement &ps, const Program &p, const std::vector<const Access *> &accesses) {
+  const Statement &st = ps.stmt;
+  std::map<std::string, std::string> isl;
+  std::string params, dims, cons;
+  for (size_t k = 0; k < p.params.size(); ++k) {
+    isl[p.params[k].first] = "p" + std::to_string(k);
+    params += (k ? ", p" : "p") + std::to_string(k);
+    cons += (cons.empty() ? "" : " and ") + std::string("p") + std::to_string(k) + " >= 1";
+  }
+  for (size_t k = 0; k < ps.iterators.size(); ++k) {
+    std::string d = "d" + std::to_string(k);
+    isl[ps.iterators[k]] = d;
+    dims += (k ? ", " : "") + d;
+    const Extent &e = ps.extents[k];
+    cons += (cons.empty() ? "" : " and ") + std::string("0 <= ") + d + " < " + (e.param.empty() ? std::to_string(e.value) : isl.at(e.param));
+  }
+  for (const auto &c : st.where)
+    cons += " and " + islAffine(c.lhs, isl) + " " + (c.op == "==" ? "=" : c.op) + " " + islAffine(c.rhs, isl);
+  std::string domain = "[" + params + "] -> { [" + dims + "] : " + cons;
+  isl::ctx ctx = islCtx();
+  if (!st.where.empty() && isl::set(ctx, domain + " }").is_empty())
+    fail(ps.loc.shifted(st.where.front().offset), "the 'where' clause leaves no instance of the statement");
+  for (const Access *a : accesses) {
+    const TensorDecl *t = p.tensor(a->tensor);
+    for (size_t d = 0; d < a->subscripts.size(); ++d) {
+      if (a->subscripts[d].isName()) continue; // its range is this extent
+      const Extent &e = t->shape[d];
+      std::string extent = e.param.empty() ? std::to_string(e.value) : isl.at(e.param);
+      std::string sub = islAffine(a->subscripts[d], isl);
+      if (!isl::set(ctx, domain + " and (" + sub + " < 0 or " + sub + " >= " + extent + ") }").is_empty())
+        fail(ps.loc.shifted(a->indexOffsets[d]), "access out of bounds: subscript '" + a->indices[d] + "' of '" + a->tensor +
+                                                     "' can fall outside [0, " + e.str() + ") (dim " + std::to_string(d) + ")");
+    }
+  }
+}
+
 /// Checks one statement against the tensor table and derives its loop nest.
 void analyse(ProgramStatement &ps, const Program &p) {
   const Statement &st = ps.stmt;
@@ -135,6 +184,7 @@ void analyse(ProgramStatement &ps, const Program &p) {
                               " dimensions but is indexed with " + std::to_string(a->indices.size()));
     std::set<std::string> seen;
     for (size_t d = 0; d < a->indices.size(); ++d) {
+      if (!a->subscripts[d].isName()) continue; // affine: its names' ranges come from elsewhere
       const std::string &ix = a->indices[d];
       if (!seen.insert(ix).second)
         fail(at(a->indexOffsets[d]), "index '" + ix + "' used twice in one access (diagonals are not supported)");
@@ -152,7 +202,9 @@ void analyse(ProgramStatement &ps, const Program &p) {
   const TensorDecl *out = p.tensor(st.lhs.tensor);
   if (out->role == Role::Input) fail(at(st.lhs.offset), "cannot assign to input tensor '" + out->name + "'");
 
-  std::set<std::string> lhsIndices(st.lhs.indices.begin(), st.lhs.indices.end());
+  std::set<std::string> lhsIndices;
+  for (const auto &s : st.lhs.subscripts)
+    for (const auto &[name, c] : s.terms) lhsIndices.insert(name);
   // Loop order follows the right-hand access with most indices, so loops scan its layout.
   const Access *driving = nullptr;
   for (size_t i = 1; i < accesses.size(); ++i)
@@ -161,16 +213,35 @@ void analyse(ProgramStatement &ps, const Program &p) {
   auto add = [&](const std::string &ix) {
     if (std::find(order.begin(), order.end(), ix) == order.end()) order.push_back(ix);
   };
+  std::set<std::string> params;
+  for (const auto &[n, v] : p.params) params.insert(n);
   if (driving)
-    for (const auto &ix : driving->indices) add(ix);
+    for (size_t d = 0; d < driving->indices.size(); ++d)
+      if (driving->subscripts[d].isName()) add(driving->indices[d]);
   for (const Access *a : accesses)
-    for (const auto &ix : a->indices) add(ix);
+    for (size_t d = 0; d < a->indices.size(); ++d)
+      if (a->subscripts[d].isName()) add(a->indices[d]);
+  // An index used only inside affine subscripts has no range of its own.
+  for (const Access *a : accesses)
+    for (size_t d = 0; d < a->subscripts.size(); ++d)
+      for (const auto &[name, c] : a->subscripts[d].terms) {
+        if (params.count(name) || extentOf.count(name)) continue;
+        if (p.tensor(name)) fail(at(a->indexOffsets[d]), "index '" + name + "' has the name of a tensor");
+        fail(at(a->indexOffsets[d]), "index '" + name + "' has no range: it is never a whole subscript of a tensor (its extent would come from that tensor's shape)");
+      }
+  for (const auto &c : st.where)
+    for (const Affine *side : {&c.lhs, &c.rhs})
+      for (const auto &[name, k] : side->terms)
+        if (!params.count(name) && !extentOf.count(name))
+          fail(at(c.offset), "'where' on an unknown index '" + name + "' (not an index of this statement, nor a parameter)");
   // Output indices not in the driving access keep their place relative to each other.
   ps.iterators = order;
   for (const auto &ix : order) {
     ps.extents.push_back(extentOf[ix].first);
     ps.reduced.push_back(!lhsIndices.count(ix));
   }
+
+  checkInBounds(ps, p, accesses);
 
   bool anyReduced = std::count(ps.reduced.begin(), ps.reduced.end(), true) > 0;
   if (st.assignOp == "=") {

@@ -53,11 +53,55 @@ TEST(Expr, ErrorsPointAtTheOffendingCharacter) {
     EXPECT_EQ(e.offset, 12);
   }
   try {
-    parseStatement("y(i) = x(i + 1)");
+    parseStatement("y(i) = x(i * j)");
     FAIL() << "no error";
   } catch (const ParseError &e) {
-    EXPECT_NE(e.message.find("plain index names"), std::string::npos);
+    EXPECT_EQ(e.offset, 13);
+    EXPECT_NE(e.message.find("non-affine subscript: 'i * j' multiplies two names"), std::string::npos);
   }
   EXPECT_THROW(parseStatement("y(i) = exp(x(i), 2)"), ParseError);
   EXPECT_THROW(parseStatement("y(i) x(i)"), ParseError);
+}
+
+TEST(Expr, AffineSubscriptsParseAndPrintBack) {
+  Statement s = parseStatement("O(k, y, x) +=! W(k, c, fy, fx) * I(c, 2*y + fy, x*2 + fx - 1)");
+  std::vector<const Access *> acc;
+  collectAccesses(s.rhs, acc);
+  ASSERT_EQ(acc.size(), 2u);
+  EXPECT_TRUE(acc[0]->plain());
+  EXPECT_FALSE(acc[1]->plain());
+  EXPECT_EQ(acc[1]->indices, (std::vector<std::string>{"c", "2*y + fy", "2*x + fx - 1"}));
+  EXPECT_EQ(acc[1]->subscripts[2].constant, -1);
+  Statement back = parseStatement(printStatement(s));
+  EXPECT_EQ(printStatement(back), printStatement(s));
+  Statement r = parseStatement("y(i) = x(N - 1 - i) + x(i - i + 3) + x(-i + 2)");
+  acc.clear();
+  collectAccesses(r.rhs, acc);
+  EXPECT_EQ(acc[0]->indices[0], "N - i - 1");
+  EXPECT_EQ(acc[1]->indices[0], "3"); // i - i cancels
+  EXPECT_EQ(acc[2]->indices[0], "-i + 2");
+}
+
+TEST(Expr, NonAffineSubscriptsAreErrors) {
+  for (const char *text : {"y(i) = x(i / 2)", "y(i) = x(i % 2)", "y(i) = x(i * j)", "y(i) = x(exp(i))",
+                           "y(i) = x((i))", "y(i) = x(1.5)", "y(i) = x(i * 2 * 3)"}) {
+    try {
+      parseStatement(text);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const ParseError &e) {
+      EXPECT_NE(e.message.find("subscript"), std::string::npos) << text << ": " << e.message;
+    }
+  }
+}
+
+TEST(Expr, WhereClausesAreComparisonChains) {
+  Statement s = parseStatement("B(i, j) = A(i + 1, j) + A(i - 1, j) where 1 <= i < N - 1, j >= 1, j <= M - 2");
+  ASSERT_EQ(s.where.size(), 4u);
+  EXPECT_EQ(s.where[0].op, "<=");
+  EXPECT_EQ(s.where[1].lhs.str(), "i");
+  EXPECT_EQ(s.where[1].rhs.str(), "N - 1");
+  EXPECT_EQ(s.whereText, "1 <= i < N - 1, j >= 1, j <= M - 2");
+  EXPECT_EQ(printStatement(parseStatement(printStatement(s))), printStatement(s));
+  EXPECT_THROW(parseStatement("B(i) = A(i) where i"), ParseError);
+  EXPECT_THROW(parseStatement("B(i) = A(i) where i < j * k"), ParseError);
 }
