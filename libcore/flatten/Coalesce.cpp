@@ -454,7 +454,9 @@ private:
   std::set<size_t> changed_;
 };
 
-Scop flatten(const Program &program) {
+namespace {
+
+Scop flattenChecked(const Program &program) {
   // The reader accepts and checks affine programs (subscripts, `where`); their coalescing,
   // scheduling and mapping are not built yet: a clear error rather than a wrong kernel.
   for (const auto &ps : program.statements) {
@@ -476,6 +478,13 @@ Scop flatten(const Program &program) {
   Scop s = builder.run();
   s.relayouts = relayouts;
   return s;
+}
+
+} // namespace
+
+Scop flatten(const Program &program) {
+  SourceLoc at = program.statements.empty() ? SourceLoc{} : program.statements.front().loc;
+  return reportedAt(at, "polyk-flatten", [&] { return flattenChecked(program); });
 }
 
 } // namespace polyk

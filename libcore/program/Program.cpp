@@ -241,7 +241,7 @@ void analyse(ProgramStatement &ps, const Program &p) {
     ps.reduced.push_back(!lhsIndices.count(ix));
   }
 
-  checkInBounds(ps, p, accesses);
+  reportedAt(ps.loc, "the bounds check", [&] { checkInBounds(ps, p, accesses); });
 
   bool anyReduced = std::count(ps.reduced.begin(), ps.reduced.end(), true) > 0;
   if (st.assignOp == "=") {
@@ -265,6 +265,7 @@ void analyseStatement(ProgramStatement &ps, const Program &p) { analyse(ps, p); 
 Program readProgram(const std::string &text, const std::string &file) {
   YamlDoc doc = parseYaml(text, file);
   expectKind(doc, "program", 1);
+  resetIslBudget(); // the bounds proofs below use isl; a process may read many files
   Program p;
   p.name = doc.str(doc.field(doc.root, "name"));
   if (!isIdentifier(p.name)) fail(doc.valueLoc(doc.root["name"]), "program name must be an identifier");
