@@ -72,12 +72,13 @@ private:
   /// The parameters an isl object uses are declared ones.
   void checkParams(isl_space *space, const SourceLoc &at) const {
     isl_size n = isl_space_dim(space, isl_dim_param);
-    for (isl_size i = 0; i < n; ++i) {
+    std::string undefined;
+    for (isl_size i = 0; i < n && undefined.empty(); ++i) {
       const char *name = isl_space_get_dim_name(space, isl_dim_param, i);
-      if (!name || !params_.count(name))
-        fail(at, "undefined parameter " + quoted(name ? name : "?") + " (declare it under 'params')");
+      if (!name || !params_.count(name)) undefined = name ? name : "?";
     }
     isl_space_free(space);
+    if (!undefined.empty()) fail(at, "undefined parameter " + quoted(undefined) + " (declare it under 'params')");
   }
 
   const TensorDecl &tensorNamed(const std::string &name, const SourceLoc &at) const {
