@@ -464,23 +464,34 @@ private:
       if (g.size() > 10 || std::stoll(g) < 1 || std::stoll(g) > limit) fail(at, bad);
       return;
     }
+    // expr := operand (op operand)*, operand := number | parameter | ( expr ): after an operand
+    // comes an operator, ')' or the end; before one, a number, a parameter or '('.
     int depth = 0;
+    bool afterOperand = false;
     for (size_t i = 0; i < g.size();) {
       char c = g[i];
-      if (std::isalpha((unsigned char)c) || c == '_') {
+      if (c == ' ') {
+        ++i;
+        continue;
+      }
+      if (std::isalnum((unsigned char)c) || c == '_') {
         size_t j = i;
         while (j < g.size() && (std::isalnum((unsigned char)g[j]) || g[j] == '_')) ++j;
-        if (!params_.count(g.substr(i, j - i))) fail(at, "undefined parameter " + quoted(g.substr(i, j - i)) + " in grid extent");
+        std::string word = g.substr(i, j - i);
+        bool number = word.find_first_not_of("0123456789") == std::string::npos;
+        if (!number && !params_.count(word)) fail(at, "undefined parameter " + quoted(word) + " in grid extent");
+        if (afterOperand || (number && word.size() > 10)) fail(at, bad);
+        afterOperand = true;
         i = j;
         continue;
       }
-      if (c == '(') ++depth;
-      else if (c == ')') {
-        if (--depth < 0) fail(at, bad);
-      } else if (!std::isdigit((unsigned char)c) && !std::strchr(" +-*/", c)) fail(at, bad);
+      if (c == '(' && !afterOperand) ++depth;
+      else if (c == ')' && afterOperand && depth > 0) --depth;
+      else if (std::strchr("+-*/", c) && afterOperand) afterOperand = false;
+      else fail(at, bad);
       ++i;
     }
-    if (depth != 0) fail(at, bad);
+    if (depth != 0 || !afterOperand) fail(at, bad);
   }
 };
 
