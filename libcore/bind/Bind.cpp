@@ -215,7 +215,8 @@ Scop bindChecked(const Scop &in, const BindOptions &options) {
 } // namespace
 
 Scop bind(const Scop &in, const BindOptions &options) {
-  return reportedAt(in.at.schedule, "polyk-bind", [&] { return bindChecked(in, options); });
+  bool affine = !in.statements.empty() && in.statements.front().form == Form::Affine;
+  return reportedAt(in.at.schedule, "polyk-bind", [&] { return affine ? bindAffine(in, options) : bindChecked(in, options); });
 }
 
 isl::set mappingContext(const std::vector<KernelConfig> &kernels) {

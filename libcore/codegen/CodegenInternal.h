@@ -61,6 +61,13 @@ std::string indexHelpers(Dialect d, bool wideIndices);
 /// True when some tensor of `s` has 2^31 elements or more.
 bool needsWideIndices(const Scop &s);
 
+/// An affine subscript as C (each name parenthesised where `parenthesize`, for macros).
+std::string affineC(const Affine &f, bool parenthesize);
+/// `load`, or where `t` is padded and `a` may fall outside it, `(in bounds ? load : padding)`.
+std::string paddedLoad(const TensorDecl &t, const Access &a, const std::string &load, bool parenthesize);
+/// The `where` clause of `st` as a C condition (empty where there is none).
+std::string whereCondition(const Statement &st, bool parenthesize);
+
 /// Functions of the harness: which program statements make the reference.
 std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p);
 

@@ -28,11 +28,11 @@ EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
     r.code = header + cPrologue(bound, Dialect::C) + "\n" + emitReference(bound);
   } else if (opt.target != EmitOptions::Target::Cuda) {
     bool mapped = opt.target == EmitOptions::Target::MappedC;
-    r.code = header + cPrologue(bound, Dialect::C) + "\n" + (mapped ? emitMappedC(bound, opt) : emitScheduleC(bound));
+    r.code = header + cPrologue(bound, Dialect::C) + "\n" + (mapped ? (isAffine(bound) ? emitAffineMappedC(bound, opt) : emitMappedC(bound, opt)) : emitScheduleC(bound));
     if (opt.harness)
       r.code += "\n#include <string.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound, mapped ? "mapped" : "c", opt);
   } else {
-    r.code = header + emitCudaKernels(bound, opt);
+    r.code = header + (isAffine(bound) ? emitAffineCudaKernels(bound, opt) : emitCudaKernels(bound, opt));
     if (opt.harness) {
       r.code += "\n/* Host side of the harness. */\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"polyk/harness.h\"\n\n";
       r.code += emitReference(bound) + emitCudaHarness(bound, opt);

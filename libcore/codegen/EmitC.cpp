@@ -18,9 +18,10 @@ std::map<std::string, DType> typeTable(const Scop &s) {
 
 std::string horner(const Access &a, const TensorDecl &t) {
   if (a.indices.empty()) return "0";
-  std::string s = "(polyk_idx)(" + a.indices[0] + ")";
+  auto sub = [&](size_t d) { return a.subscripts[d].isName() ? a.indices[d] : affineC(a.subscripts[d], false); };
+  std::string s = "(polyk_idx)(" + sub(0) + ")";
   for (size_t d = 1; d < a.indices.size(); ++d)
-    s = "(" + s + " * " + t.shape[d].str() + " + " + a.indices[d] + ")";
+    s = "(" + s + " * " + t.shape[d].str() + " + " + sub(d) + ")";
   return s;
 }
 
@@ -29,6 +30,37 @@ std::string allocate(const std::string &name, const std::string &type, const std
 }
 
 } // namespace
+
+std::string affineC(const Affine &f, bool parenthesize) {
+  std::string s;
+  for (const auto &[name, c] : f.terms) {
+    std::string n = parenthesize ? "(" + name + ")" : name;
+    std::string term = (c == 1 || c == -1) ? n : std::to_string(c < 0 ? -c : c) + " * " + n;
+    s += s.empty() ? (c < 0 ? "-" : "") + term : (c < 0 ? " - " : " + ") + term;
+  }
+  if (f.constant != 0 || s.empty())
+    s += s.empty() ? std::to_string(f.constant) : (f.constant < 0 ? " - " : " + ") + std::to_string(f.constant < 0 ? -f.constant : f.constant);
+  return "(" + s + ")";
+}
+
+std::string paddedLoad(const TensorDecl &t, const Access &a, const std::string &load, bool parenthesize) {
+  if (!t.padding) return load;
+  std::string cond;
+  for (size_t d = 0; d < a.subscripts.size(); ++d) {
+    if (a.subscripts[d].isName()) continue; // its range is the extent
+    std::string sub = affineC(a.subscripts[d], parenthesize);
+    cond += std::string(cond.empty() ? "" : " && ") + "0 <= " + sub + " && " + sub + " < " + t.shape[d].str();
+  }
+  if (cond.empty()) return load;
+  return "(" + cond + " ? " + load + " : (" + computeCType(t.type) + ")(" + *t.padding + "))";
+}
+
+std::string whereCondition(const Statement &st, bool parenthesize) {
+  std::string cond;
+  for (const auto &c : st.where)
+    cond += std::string(cond.empty() ? "" : " && ") + affineC(c.lhs, parenthesize) + " " + c.op + " " + affineC(c.rhs, parenthesize);
+  return cond;
+}
 
 std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p) {
   p.name = s.name;
@@ -95,8 +127,10 @@ std::string emitReference(const Scop &s) {
       indent += "  ";
     }
     Value v = printValue(ps.stmt.rhs, Dialect::C, [&](const Access &a, size_t) {
-      return loadElement(Dialect::C, types.at(a.tensor), a.tensor + "[" + horner(a, *s.tensor(a.tensor)) + "]");
+      const TensorDecl &t = *s.tensor(a.tensor);
+      return paddedLoad(t, a, loadElement(Dialect::C, types.at(a.tensor), a.tensor + "[" + horner(a, t) + "]"), false);
     }, types);
+    if (!ps.stmt.where.empty()) o += indent + "if (" + whereCondition(ps.stmt, false) + ")\n", indent += "  ";
     std::string idx = horner(ps.stmt.lhs, out);
     if (op) {
       o += indent + "polyk_acc[" + idx + "] = " + reduceApply(*op, accType, "polyk_acc[" + idx + "]", convert(v, accType), false) + ";\n";
@@ -141,7 +175,7 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       Value v = printValue(body, d, [&](const Access &a, size_t k) {
         if (promoted.count(a.tensor)) return a.tensor + "_r";
         std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
-        return loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv);
+        return paddedLoad(*s.tensor(a.tensor), a, loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv), true);
       }, types);
       if (st.kind == StmtKind::Reduce) {
         o += reduce(st, convert(v, computeType(out.type)));
@@ -182,6 +216,8 @@ std::string emitScheduleC(const Scop &s) {
       },
       [&](const ScopStatement &st) {
         const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
+        // The affine path's init writes its accumulator temporary itself.
+        if (st.form == Form::Affine) return out.name + "[" + linearIndex(st.write, out) + "] = " + storeValue(Dialect::C, out.type, reduceIdentity(*st.op, out.type)) + ";";
         return "acc_" + st.reduction + "[" + linearIndex(st.write, out) + "] = " + reduceIdentity(*st.op, out.type) + ";";
       });
   AstPrinter printer;

@@ -27,6 +27,10 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const ReadOverride &read = nullptr, const std::string &only = "");
 std::string undefMacros(const Scop &s);
 std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
+/// The affine path's kernels and launcher, and their mapped C (AffineKernels.cpp).
+std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt);
+std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt);
+inline bool isAffine(const Scop &s) { return !s.statements.empty() && s.statements.front().form == Form::Affine; }
 /// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.
 std::string emitMappedC(const Scop &s, const EmitOptions &opt);
 /// main() comparing polyk_NAME_<suffix> with the reference.

@@ -56,6 +56,18 @@ std::string launch(const Scop &s, const std::string &prefix, const std::string &
 }
 
 /// Buffers, filled inputs and the reference outputs; shared by both harnesses.
+/// Affine programs may leave elements of an output unwritten (a `where` clause): those keep the
+/// caller's values, so the reference and the code under test start from the same random outputs.
+std::string outputFill(const Scop &s, const TensorDecl &t, const std::string &prefix) {
+  int k = 0;
+  for (const auto &u : s.tensors) {
+    if (&u == &t) break;
+    k += u.role == Role::Output;
+  }
+  return "  polyk_fill(" + prefix + t.name + ", n_" + t.name + ", " + dtypeEnum(t.type) + ", seed + " + std::to_string(1000 + k) +
+         ", " + fillRange(s, t.type) + ");\n";
+}
+
 std::string setUp(const Scop &s) {
   std::string o;
   o += "  uint64_t seed = argc > 1 ? strtoull(argv[1], 0, 10) : 42;\n";
@@ -79,6 +91,7 @@ std::string setUp(const Scop &s) {
     } else {
       o += "  " + std::string(cStorageType(t.type)) + " *r_" + t.name + " = (" + cStorageType(t.type) +
            " *)malloc(sizeof(" + cStorageType(t.type) + ") * n_" + t.name + ");\n";
+      if (isAffine(s)) o += outputFill(s, t, "r_");
     }
   }
   o += "  polyk_" + s.name + "_ref(" + args(s, "h_", "r_") + ");\n";
@@ -90,11 +103,11 @@ std::string setUp(const Scop &s) {
 long long reductionLength(const Scop &s) {
   long long longest = 1;
   for (const auto &st : s.statements) {
-    if (st.kind != StmtKind::Reduce) continue;
+    if (st.kind != StmtKind::Reduce && st.form != Form::Affine) continue;
     isl::set dom = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(s)));
     long long n = 1;
     for (size_t d = 0; d < st.dims.size(); ++d)
-      if (st.dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1;
+      if (st.dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1 - (st.form == Form::Affine ? dom.dim_min_val((int)d).get_num_si() : 0);
     longest = std::max(longest, n);
   }
   return longest;
@@ -193,8 +206,9 @@ std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOpt
   for (const auto &t : s.tensors)
     if (t.role == Role::Output)
       o += "  " + std::string(cStorageType(t.type)) + " *c_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
-           cStorageType(t.type) + ") * n_" + t.name + ");\n  memset(c_" + t.name + ", 0xFF, sizeof(" + cStorageType(t.type) +
-           ") * n_" + t.name + "); /* poison */\n";
+           cStorageType(t.type) + ") * n_" + t.name + ");\n" +
+           (isAffine(s) ? outputFill(s, t, "c_")
+                        : "  memset(c_" + t.name + ", 0xFF, sizeof(" + cStorageType(t.type) + ") * n_" + t.name + "); /* poison */\n");
   o += "  polyk_" + s.name + "_" + suffix + "(" + args(s, "h_", "c_") + ");\n";
   o += compareOutputs(s, "c_", "r_", opt);
   o += "  printf(\"%s " + s.name + " (" + suffix + ") max_err=%.3g\\n\", pass ? \"PASS\" : \"FAIL\", worst);\n";
@@ -216,8 +230,12 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
     o += "  " + ty + " *d_" + t.name + " = 0;\n  POLYK_CHECK(cudaMalloc((void **)&d_" + t.name + ", " + bytes + "));\n";
     if (t.role == Role::Input)
       o += "  POLYK_CHECK(cudaMemcpy(d_" + t.name + ", h_" + t.name + ", " + bytes + ", cudaMemcpyHostToDevice));\n";
-    else
+    else if (!isAffine(s))
       o += "  POLYK_CHECK(cudaMemset(d_" + t.name + ", 0xFF, " + bytes + ")); /* poison */\n";
+    else
+      o += "  {\n    " + std::string(cStorageType(t.type)) + " *f_" + t.name + " = (" + cStorageType(t.type) + " *)malloc(" + bytes + ");\n  " +
+           outputFill(s, t, "f_") + "    POLYK_CHECK(cudaMemcpy(d_" + t.name + ", f_" + t.name + ", " + bytes +
+           ", cudaMemcpyHostToDevice));\n    free(f_" + t.name + ");\n  }\n";
   }
   o += "  POLYK_CHECK(" + launch(s, "d_", "0") + ");\n";
   o += "  POLYK_CHECK(cudaDeviceSynchronize());\n";

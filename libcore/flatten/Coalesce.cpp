@@ -457,18 +457,7 @@ private:
 namespace {
 
 Scop flattenChecked(const Program &program) {
-  // The reader accepts and checks affine programs (subscripts, `where`); their coalescing,
-  // scheduling and mapping are not built yet: a clear error rather than a wrong kernel.
-  for (const auto &ps : program.statements) {
-    if (!ps.stmt.where.empty())
-      fail(ps.loc.shifted(ps.stmt.where.front().offset), "polyk-flatten does not compile 'where' clauses yet");
-    std::vector<const Access *> accesses{&ps.stmt.lhs};
-    collectAccesses(ps.stmt.rhs, accesses);
-    for (const Access *a : accesses)
-      for (size_t d = 0; d < a->subscripts.size(); ++d)
-        if (!a->subscripts[d].isName())
-          fail(ps.loc.shifted(a->indexOffsets[d]), "polyk-flatten does not compile affine subscripts yet ('" + a->indices[d] + "')");
-  }
+  if (needsAffinePath(program)) return flattenAffine(program);
   Program relaid = program;
   inlineProducers(relaid);
   std::vector<Relayout> relayouts = Relayouter(relaid).run();

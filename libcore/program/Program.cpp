@@ -100,6 +100,20 @@ std::vector<TensorDecl> readTensors(const YamlDoc &doc, const YAML::Node &node,
     else if (r == "output") t.role = Role::Output;
     else if (r == "temporary") t.role = Role::Temporary;
     else fail(doc.valueLoc(role), "unknown role '" + r + "' (expected input, output or temporary)");
+    if (const YAML::Node pad = d["padding"]) {
+      std::string v = doc.str(pad);
+      bool number = false;
+      try {
+        ExprPtr e = parseExpr(v);
+        if (e->kind == Expr::Kind::Unary && e->text == "-") e = e->args[0];
+        number = e->kind == Expr::Kind::Number;
+      } catch (const ParseError &) {
+      }
+      if (!number) fail(doc.valueLoc(pad), "'padding' must be a number (the value of a read outside the tensor)");
+      if (t.role == Role::Output)
+        fail(doc.valueLoc(pad), "padding on output tensor '" + t.name + "': only reads may fall outside a tensor, and an output is written");
+      t.padding = v;
+    }
     out.push_back(t);
   }
   return out;
@@ -114,6 +128,7 @@ void writeTensors(YAML::Emitter &out, const std::vector<TensorDecl> &tensors) {
     for (const auto &e : t.shape) out << e.str();
     out << YAML::EndSeq;
     out << YAML::Key << "role" << YAML::Value << roleName(t.role);
+    if (t.padding) out << YAML::Key << "padding" << YAML::Value << *t.padding;
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
@@ -156,6 +171,7 @@ void checkInBounds(const ProgramStatement &ps, const Program &p, const std::vect
     fail(ps.loc.shifted(st.where.front().offset), "the 'where' clause leaves no instance of the statement");
   for (const Access *a : accesses) {
     const TensorDecl *t = p.tensor(a->tensor);
+    if (t->padding && a != accesses.front()) continue; // a read outside yields the padding value
     for (size_t d = 0; d < a->subscripts.size(); ++d) {
       if (a->subscripts[d].isName()) continue; // its range is this extent
       const Extent &e = t->shape[d];

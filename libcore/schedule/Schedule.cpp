@@ -573,7 +573,10 @@ Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<
 } // namespace
 
 Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
-  return reportedAt(scop.at.statements, "polyk-schedule", [&] { return scheduleChecked(scop, options, usedSizes); });
+  bool affine = !scop.statements.empty() && scop.statements.front().form == Form::Affine;
+  return reportedAt(scop.at.statements, "polyk-schedule", [&] {
+    return affine ? scheduleAffine(scop, options, usedSizes) : scheduleChecked(scop, options, usedSizes);
+  });
 }
 
 } // namespace polyk

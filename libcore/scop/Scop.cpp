@@ -13,12 +13,13 @@ const char *formName(Form f) {
   case Form::AllReduce: return "all-reduce";
   case Form::XReduce: return "x-reduce";
   case Form::YReduce: return "y-reduce";
+  case Form::Affine: return "affine";
   }
   return "?";
 }
 
 static std::optional<Form> parseForm(const std::string &s) {
-  for (Form f : {Form::Elementwise, Form::AllReduce, Form::XReduce, Form::YReduce})
+  for (Form f : {Form::Elementwise, Form::AllReduce, Form::XReduce, Form::YReduce, Form::Affine})
     if (s == formName(f)) return f;
   return std::nullopt;
 }
@@ -113,7 +114,8 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
     else if (k == "init") st.kind = StmtKind::Init;
     else fail(doc.valueLoc(n["kind"]), "unknown statement kind '" + k + "'");
     if (n["source"]) st.source = doc.str(n["source"]), st.at.source = doc.valueLoc(n["source"]);
-    if (st.kind != StmtKind::Assign) {
+    // An affine update (the reduction's accumulation as an assignment) names its op too.
+    if (st.kind != StmtKind::Assign || n["op"]) {
       YAML::Node op = doc.field(n, "op");
       st.op = reduceOpFromName(doc.str(op));
       if (!st.op) fail(doc.valueLoc(op), "unknown reduction '" + doc.str(op) + "'");

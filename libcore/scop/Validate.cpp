@@ -42,6 +42,7 @@ public:
     checkStatementNames();
     for (const auto &st : s_.statements) checkStatement(st);
     checkInits();
+    checkForms();
     checkRelayouts();
     if (level_ >= ScopLevel::Schedule) checkSchedule();
     if (level_ >= ScopLevel::Bound) checkKernels();
@@ -129,7 +130,9 @@ private:
     if (!onDomain.is_single_valued()) fail(at, "the access to " + quoted(tensor) + " is not a function of the instance");
     if (!onDomain.domain().is_equal(domain.intersect_params(paramContext_)))
       fail(at, "the access to " + quoted(tensor) + " is not defined at every instance of the domain");
-    if (!onDomain.range().is_subset(tensorBox(t)))
+    // A read of a padded tensor may fall outside it: it yields the padding value.
+    bool paddedRead = !expectTensor.empty() && t.padding;
+    if (!paddedRead && !onDomain.range().is_subset(tensorBox(t)))
       fail(at, "access out of bounds: " + quoted(tensor) + " is read or written outside its shape [" + shapeText(t) + "]");
   }
 
@@ -237,10 +240,23 @@ private:
     analyseStatement(ps, p);
     if (st.kind != StmtKind::Assign && ps.stmt.reduceOp() != st.op)
       fail(st.at.source, "the source's reduction is not the statement's 'op'");
-    if (st.kind == StmtKind::Assign && ps.stmt.assignOp != "=")
+    // The affine path's reductions are assignments (update, store) whose source is the reduction;
+    // its init and update write an accumulator temporary of the output's shape.
+    bool affine = st.form == Form::Affine;
+    if (st.kind == StmtKind::Assign && ps.stmt.assignOp != "=" && !affine)
       fail(st.at.source, "an assign statement's source must be an assignment ('=')");
+    if (affine && st.kind == StmtKind::Assign && ps.stmt.reduceOp() && st.op && st.op != ps.stmt.reduceOp())
+      fail(st.at.source, "the source's reduction is not the statement's 'op'");
     std::string written = isl::map(ctx_, st.write).range_tuple_id().name();
-    if (ps.stmt.lhs.tensor != written && !isRelayoutOf(written, ps.stmt.lhs.tensor))
+    auto accumulator = [&] {
+      const TensorDecl *t = s_.tensor(written), *out = s_.tensor(ps.stmt.lhs.tensor);
+      if (!affine || !ps.stmt.reduceOp() || !t || !out || t->role != Role::Temporary) return false;
+      if (t->shape.size() != out->shape.size()) return false;
+      for (size_t d = 0; d < t->shape.size(); ++d)
+        if (t->shape[d].value != out->shape[d].value) return false;
+      return true;
+    };
+    if (ps.stmt.lhs.tensor != written && !isRelayoutOf(written, ps.stmt.lhs.tensor) && !accumulator())
       fail(st.at.source, "the source writes " + quoted(ps.stmt.lhs.tensor) + " but the statement writes " + quoted(written));
   }
 
@@ -250,13 +266,23 @@ private:
     return false;
   }
 
+  /// The affine path and the Panamera forms do not mix: each stage picks its path by the form.
+  void checkForms() const {
+    for (const auto &st : s_.statements)
+      if ((st.form == Form::Affine) != (s_.statements.front().form == Form::Affine))
+        fail(st.at.name, "statement " + quoted(st.name) + ": form 'affine' and the Panamera forms do not mix in one program");
+  }
+
   void checkInits() {
     std::map<std::string, int> inits;
     for (const auto &st : s_.statements) {
       if (st.kind != StmtKind::Init) continue;
       const ScopStatement *r = s_.statement(st.reduction);
       if (!r) fail(st.at.initialises, "undefined statement " + quoted(st.reduction));
-      if (r->kind != StmtKind::Reduce) fail(st.at.initialises, "statement " + quoted(st.reduction) + " is not a reduction");
+      // On the affine path the reduction is an assignment into an accumulator, with its op.
+      bool affineUpdate = r->form == Form::Affine && r->kind == StmtKind::Assign && r->op;
+      if (r->kind != StmtKind::Reduce && !affineUpdate)
+        fail(st.at.initialises, "statement " + quoted(st.reduction) + " is not a reduction");
       if (r->op != st.op) fail(st.at.initialises, "the init's 'op' is not that of " + quoted(st.reduction));
       if (isl::map(ctx_, r->write).range_tuple_id().name() != isl::map(ctx_, st.write).range_tuple_id().name())
         fail(st.at.write, "the init writes another tensor than reduction " + quoted(st.reduction));
@@ -385,12 +411,22 @@ private:
     }
   }
 
-  static bool isMappingMark(const std::string &name) {
+  /// blocks_ / threads_ with the axes of the band's members: x or y, each once, on the Panamera
+  /// path; on the affine path also z, any number of times (those members fold into one axis).
+  bool isMappingMark(const std::string &name) const {
     for (const char *prefix : {"blocks_", "threads_"}) {
       std::string p = prefix;
       if (name.rfind(p, 0) != 0) continue;
       std::string axes = name.substr(p.size());
-      return axes == "x" || axes == "y" || axes == "x_y" || axes == "y_x";
+      if (axes == "x" || axes == "y" || axes == "x_y" || axes == "y_x") return true;
+      if (s_.statements.empty() || s_.statements.front().form != Form::Affine) return false;
+      int x = 0, y = 0;
+      for (size_t i = 0; i < axes.size(); i += 2) {
+        char a = axes[i];
+        if ((a != 'x' && a != 'y' && a != 'z') || (i + 1 < axes.size() && axes[i + 1] != '_')) return false;
+        x += a == 'x', y += a == 'y';
+      }
+      return !axes.empty() && x <= 1 && y <= 1;
     }
     return false;
   }

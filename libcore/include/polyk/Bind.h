@@ -16,6 +16,12 @@ struct BindOptions {
 };
 
 Scop bind(const Scop &scheduled, const BindOptions &options);
+/// The affine path (AffineBind.cpp): x, y and z, outer members folded into z.
+Scop bindAffine(const Scop &scheduled, const BindOptions &options);
+/// applyMapping for the affine path's marks, over b_x, b_y, b_z, t_x, t_y, t_z; build one
+/// kernel's AST from affineMappingContext(kernel).
+isl::schedule applyAffineMapping(const isl::schedule &bound, const Scop &s);
+isl::set affineMappingContext(const KernelConfig &kernel);
 
 /// The bound tree with each `blocks_*` / `threads_*` band fixed to the parameters b_x, b_y, t_x,
 /// t_y by a filter above it (with the ids' ranges in that kernel). Build its AST from

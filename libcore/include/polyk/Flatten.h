@@ -12,6 +12,13 @@ namespace polyk {
 
 Scop flatten(const Program &program);
 
+/// True when the program takes the affine path: affine subscripts, `where` clauses, padded
+/// tensors, or a reduction whose reads reuse each other across outputs (GEMM, contractions).
+bool needsAffinePath(const Program &program);
+/// The affine path (flatten/Affine.cpp): original loops, affine accesses, reductions through an
+/// accumulator temporary (init, update, store).
+Scop flattenAffine(const Program &program);
+
 /// Inlines an elementwise temporary `t(i, j) = expr` into a reader in a later kernel (one that
 /// also reads a reduction's result, as softmax's division does) or, when it is computed from a
 /// reduction's result, into a reader that broadcasts it over more dims (layer norm's mean). The

@@ -7,6 +7,7 @@
 #include "polyk/YamlIO.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct TensorDecl {
   DType type = DType::F32;
   std::vector<Extent> shape;
   Role role = Role::Input;
+  /// `padding: 0`: a read outside the tensor yields this value (a number literal) instead of
+  /// being an error (CNNOpt's zero padding without a padded copy). Inputs and temporaries only.
+  std::optional<std::string> padding;
   SourceLoc loc;
 
   long long elements() const {

@@ -38,6 +38,10 @@ struct BandShape {
   int elementBytes = 4;
 };
 
+/// polyk-schedule on the affine path (statements of Form::Affine): one kernel per program
+/// statement, its parallel band tiled (AffineSchedule.cpp).
+Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes = nullptr);
+
 /// Analyses a kernel's band (tiled or not) for the reduction statement it holds.
 BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band);
 /// For each member of `band`, the dim of statement `stmt` it depends on (-1: none or several).

@@ -17,7 +17,8 @@ namespace polyk {
 enum class StmtKind { Assign, Reduce, Init };
 /// Panamera Fig. 3: the canonical forms after coalescing; Elementwise for statements that are not
 /// reductions and were not propagated into one.
-enum class Form { Elementwise, AllReduce, XReduce, YReduce };
+/// Affine: a statement of the affine path (flatten/Affine.cpp), its original loops kept.
+enum class Form { Elementwise, AllReduce, XReduce, YReduce, Affine };
 const char *formName(Form f);
 
 struct ScopStatement {

@@ -1,0 +1,254 @@
+// polyk-bind on the affine path (AffineSchedule.cpp's trees). Each kernel's tile band goes to
+// the grid and its point band, tiled by the block sizes, to the threads: the innermost member
+// on x, the next on y, the outer ones folded into z (`blocks_z_z_y_x`: b_z = m0 * count1 + m1).
+// A thread takes the points of its tile that are congruent to its id (a cyclic distribution, so
+// neighbouring threads touch neighbouring elements). An accumulator whose every element is
+// accessed at one point of the parallel band only (a reduction's init, update and store) is kept
+// in a register (`promoted`): that point runs on one thread, in order.
+#include "polyk/Bind.h"
+
+#include "polyk/Isl.h"
+#include "polyk/Schedule.h"
+
+#include <sstream>
+
+namespace polyk {
+
+namespace {
+
+isl::schedule_node findKernel(const isl::schedule &s, int k) {
+  isl::schedule_node found;
+  std::string name = "kernel_" + std::to_string(k);
+  s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+    if (!found.is_null()) return false;
+    if (n.isa<isl::schedule_node_mark>() && markName(n) == name) found = n;
+    return found.is_null();
+  });
+  return found;
+}
+
+std::vector<std::string> axesOf(unsigned n) {
+  std::vector<std::string> a(n, "z");
+  if (n >= 1) a[n - 1] = "x";
+  if (n >= 2) a[n - 2] = "y";
+  return a;
+}
+
+std::string join(const std::vector<std::string> &v, const std::string &sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+/// Per member of `band`: the number of values it takes (max + 1; its min is 0), as a number where
+/// constant, else as C of the parameters; `atDefaults`: at the parameters' values.
+struct Counts {
+  std::vector<std::string> c;
+  std::vector<long long> atDefaults;
+  std::vector<bool> constant;
+};
+
+Counts countsOf(const Scop &in, const isl::schedule_node_band &band) {
+  isl::ctx ctx = islCtx();
+  isl::union_map m = isl::union_map::from(band.get_partial_schedule());
+  isl::set values = m.intersect_domain(nodeDomain(band)).range().as_set();
+  isl::set atDefaults = values.intersect_params(isl::set(ctx, paramDefaults(in)));
+  Counts out;
+  for (unsigned i = 0; i < band.n_member(); ++i) {
+    long long n = atDefaults.dim_max_val((int)i).get_num_si() + 1;
+    isl::pw_aff last = isl::manage(isl_set_dim_max(values.copy(), (int)i));
+    bool constant = isl_pw_aff_is_cst(last.get()) == isl_bool_true;
+    isl::pw_aff one = isl::manage(isl_pw_aff_val_on_domain(isl_pw_aff_domain(last.copy()), isl_val_one(ctx.get())));
+    out.c.push_back(constant ? std::to_string(n) : cExpression(last.add(one)));
+    out.atDefaults.push_back(n);
+    out.constant.push_back(constant);
+  }
+  return out;
+}
+
+/// Accumulators of the kernel kept in registers: temporaries that only its statements access,
+/// each element at one point of the parallel band.
+std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<std::string> &stmts,
+                                             const isl::union_map &bandSchedule) {
+  isl::ctx ctx = islCtx();
+  std::vector<std::string> out;
+  for (const auto &t : in.tensors) {
+    if (t.role != Role::Temporary) continue;
+    isl::union_map accesses = isl::union_map::empty(ctx);
+    bool outside = false;
+    for (const auto &st : in.statements) {
+      std::vector<std::string> maps = st.reads;
+      maps.push_back(st.write);
+      for (const auto &text : maps) {
+        isl::map a(ctx, text);
+        if (a.range_tuple_id().name() != t.name) continue;
+        if (std::find(stmts.begin(), stmts.end(), st.name) == stmts.end()) outside = true;
+        accesses = accesses.unite(isl::union_map(a.intersect_domain(isl::set(ctx, st.domain))));
+      }
+    }
+    if (outside || accesses.is_empty()) continue;
+    if (accesses.reverse().apply_range(bandSchedule).is_single_valued()) out.push_back(t.name);
+  }
+  return out;
+}
+
+} // namespace
+
+Scop bindAffine(const Scop &in, const BindOptions &options) {
+  isl::ctx ctx = islCtx();
+  isl::schedule sched = readIslSchedule(in.schedule);
+  std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
+  auto sizeError = [&](const std::string &message) {
+    if (options.sizes.empty()) fail(in.at.sizes, message);
+    throw UsageError(message);
+  };
+  for (const auto &[k, s] : parseSizes(options.sizes)) {
+    if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
+    if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
+    sizes[k].block = s.block;
+  }
+  Scop out = in;
+  out.kind = "bound";
+  out.kernels.clear();
+  for (int k = 0;; ++k) {
+    isl::schedule_node mark = findKernel(sched, k);
+    if (mark.is_null()) break;
+    KernelConfig kc;
+    kc.name = in.name + "_k" + std::to_string(k);
+    isl::union_set dom = nodeDomain(mark);
+    for (const auto &st : in.statements)
+      if (!dom.intersect(isl::union_set(isl::set(ctx, st.domain))).is_empty()) kc.statements.push_back(st.name);
+    isl::schedule_node node = mark.child(0);
+    if (!node.isa<isl::schedule_node_band>()) {
+      out.kernels.push_back(kc); // no parallel dim: one thread
+      continue;
+    }
+    isl::schedule_node_band tileBand = node.as<isl::schedule_node_band>();
+    unsigned n = tileBand.n_member();
+    std::string kname = "kernel " + std::to_string(k);
+    if (!tileBand.child(0).isa<isl::schedule_node_band>() || tileBand.child(0).as<isl::schedule_node_band>().n_member() != n)
+      fail(in.at.schedule, "kernel_" + std::to_string(k) + ": the tile band needs a point band of as many members below it");
+    const KernelSizes &sz = sizes[k];
+    if (sz.block.size() != n || sz.tile.size() != n)
+      sizeError(kname + ": sizes do not match its band of " + std::to_string(n) + " members");
+    for (unsigned m = 0; m < n; ++m)
+      if (sz.block[m] > sz.tile[m])
+        sizeError(kname + ": block size " + std::to_string(sz.block[m]) + " exceeds tile size " + std::to_string(sz.tile[m]));
+    std::vector<std::string> axes = axesOf(n);
+    Counts tiles = countsOf(in, tileBand);
+    long long z = 1, threadsZ = 1;
+    std::string zC = "1";
+    size_t zMembers = 0;
+    for (unsigned m = 0; m < n; ++m) {
+      if (axes[m] == "x") kc.grid[0] = tiles.c[m], kc.block[0] = (int)sz.block[m];
+      if (axes[m] == "y") kc.grid[1] = tiles.c[m], kc.block[1] = (int)sz.block[m];
+      if (axes[m] != "z") continue;
+      ++zMembers;
+      z *= tiles.atDefaults[m];
+      threadsZ *= sz.block[m];
+      zC = zC == "1" ? tiles.c[m] : zC + " * " + tiles.c[m];
+    }
+    for (unsigned m = 0; m < n; ++m)
+      if (axes[m] == "z" && zMembers > 1 && !tiles.constant[m])
+        sizeError(kname + ": " + std::to_string(zMembers) + " band members fold into the grid's z, which needs their tile counts constant; member " +
+                  std::to_string(m) + " has " + tiles.c[m] + " tiles (a symbolic extent)");
+    kc.grid[2] = zMembers > 1 ? std::to_string(z) : zC;
+    kc.block[2] = (int)threadsZ;
+    if (tiles.atDefaults[n - 1] > (1LL << 31) - 1) sizeError(kname + ": more than 2^31 - 1 blocks along x; use larger tiles");
+    if (n >= 2 && tiles.atDefaults[n - 2] > 65535) sizeError(kname + ": more than 65535 blocks along y; use larger tiles");
+    if (z > 65535) sizeError(kname + ": more than 65535 blocks along z (" + std::to_string(z) + "); use larger tiles of the outer dims");
+    if (threadsZ > 64) sizeError(kname + ": more than 64 threads along z");
+    if ((long long)kc.block[0] * kc.block[1] * kc.block[2] > 1024) sizeError(kname + ": more than 1024 threads per block");
+
+    isl::union_map bandSchedule = isl::union_map::from(tileBand.get_partial_schedule())
+                                      .range_product(isl::union_map::from(tileBand.child(0).as<isl::schedule_node_band>().get_partial_schedule()));
+    kc.promoted = registerTemporaries(in, kc.statements, bandSchedule);
+
+    isl::schedule_node point = tileBand.child(0);
+    isl::multi_val bs = isl::multi_val::zero(bandSpace(point));
+    for (unsigned m = 0; m < n; ++m) bs = bs.set_at((int)m, isl::val(ctx, sz.block[m]));
+    point = point.as<isl::schedule_node_band>().tile(bs).child(0);
+    point = point.insert_mark(isl::id(ctx, "threads_" + join(axes, "_")));
+    node = point.parent().parent();
+    node = node.insert_mark(isl::id(ctx, "blocks_" + join(axes, "_")));
+    sched = node.schedule();
+    out.kernels.push_back(kc);
+  }
+  out.schedule = printScheduleBlock(sched);
+  out.sizes = printSizes(sizes);
+  out.provenance.push_back(currentStage("polyk-bind"));
+  return out;
+}
+
+isl::set affineMappingContext(const KernelConfig &kc) {
+  std::ostringstream os;
+  os << "[b_x, b_y, b_z, t_x, t_y, t_z] -> { : ";
+  const char *ax[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; ++a) {
+    const std::string &g = kc.grid[a];
+    bool numeric = g.find_first_not_of("0123456789") == std::string::npos;
+    os << (a ? " and " : "") << "0 <= b_" << ax[a] << (numeric ? " < " + g : "") << " and 0 <= t_" << ax[a] << " < " << kc.block[a];
+  }
+  os << " }";
+  return isl::set(islCtx(), os.str());
+}
+
+isl::schedule applyAffineMapping(const isl::schedule &bound, const Scop &s) {
+  isl::ctx ctx = islCtx();
+  isl::schedule sched = bound;
+  while (true) {
+    isl::schedule_node mark;
+    sched.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+      if (!mark.is_null()) return false;
+      if (n.isa<isl::schedule_node_mark>()) {
+        std::string name = markName(n);
+        if (name.rfind("blocks_", 0) == 0 || name.rfind("threads_", 0) == 0) mark = n;
+      }
+      return mark.is_null();
+    });
+    if (mark.is_null()) break;
+    std::string name = markName(mark);
+    bool blocks = name[0] == 'b';
+    std::vector<std::string> axes;
+    std::stringstream ss(name.substr(blocks ? 7 : 8));
+    for (std::string a; std::getline(ss, a, '_');) axes.push_back(a);
+    isl::schedule_node_band band = mark.child(0).as<isl::schedule_node_band>();
+    if (band.n_member() != axes.size()) throw std::runtime_error("mapping mark " + name + " over a band of another size");
+    // Folded members: id = sum of m_i * (the counts of the later members on that axis).
+    Counts counts = countsOf(s, band);
+    std::map<std::string, std::string> sum;
+    std::map<std::string, long long> stride;
+    for (int m = (int)axes.size() - 1; m >= 0; --m) {
+      long long st = stride.count(axes[m]) ? stride[axes[m]] : 1;
+      std::string term = st == 1 ? "m" + std::to_string(m) : std::to_string(st) + "*m" + std::to_string(m);
+      sum[axes[m]] = sum.count(axes[m]) ? term + " + " + sum[axes[m]] : term;
+      if (stride.count(axes[m]) || axes[m] == "z") {
+        if (!counts.constant[m] && m > 0 && axes[m - 1] == axes[m])
+          throw std::runtime_error("folded band member with a symbolic count");
+        stride[axes[m]] = st * counts.atDefaults[m];
+      }
+    }
+    std::ostringstream os;
+    os << "[b_x, b_y, b_z, t_x, t_y, t_z] -> { [";
+    for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << "m" << i;
+    os << "] : ";
+    bool first = true;
+    for (const auto &[axis, expr] : sum) {
+      os << (first ? "" : " and ") << (blocks ? "b_" : "t_") << axis << " = " << expr;
+      first = false;
+    }
+    for (size_t i = 0; i < axes.size(); ++i) os << " and m" << i << " >= 0";
+    os << " }";
+    isl::union_map m = isl::union_map::from(band.get_partial_schedule());
+    isl::union_set bandDomain = nodeDomain(band);
+    isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
+    isl::schedule_node n = deleteNode(mark);
+    while (!(n.isa<isl::schedule_node_mark>() && markName(n).rfind("kernel_", 0) == 0)) n = n.parent();
+    n = n.child(0);
+    filter = filter.unite(nodeDomain(n).subtract(bandDomain));
+    sched = n.insert_filter(filter).schedule();
+  }
+  return sched;
+}
+
+} // namespace polyk

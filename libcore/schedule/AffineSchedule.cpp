@@ -1,0 +1,214 @@
+// polyk-schedule on the affine path (flatten/Affine.cpp). Each program statement is one kernel
+// (a reduction's init, update and store together), in program order; its band is the statement's
+// parallel dims (the left-hand side's indices), tiled, and a reduction's update loops over its
+// reduced dims inside each point, between the init and the store. isl computes the flow
+// dependences and checks the schedule against them: every dependence goes forward, and none
+// crosses two points of a kernel's parallel band (they run on different threads).
+#include "polyk/Schedule.h"
+
+#include "polyk/Isl.h"
+
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+#include <isl/union_map.h>
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace polyk {
+
+namespace {
+
+long long pow2Ceil(long long a) {
+  long long p = 1;
+  while (p < a) p *= 2;
+  return p;
+}
+
+/// The statements of one kernel: a program statement's scop statements (init, update, store).
+std::vector<std::vector<const ScopStatement *>> kernelsOf(const Scop &s) {
+  std::vector<std::vector<const ScopStatement *>> out;
+  std::string source;
+  for (const auto &st : s.statements) {
+    if (out.empty() || st.source != source) out.emplace_back();
+    out.back().push_back(&st);
+    source = st.source;
+  }
+  return out;
+}
+
+size_t parallelDims(const ScopStatement &st) {
+  return (size_t)std::count(st.dims.begin(), st.dims.end(), "parallel");
+}
+
+/// `[{ S[i, j, k] -> [(i)]; T[i, j] -> [(i)] }, ...]`: dims `first` to `last` - 1 of each statement
+/// (parallel dims come first in every statement of a kernel).
+isl::multi_union_pw_aff bandOf(const std::vector<const ScopStatement *> &stmts, size_t first, size_t last) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t m = first; m < last; ++m) {
+    os << (m > first ? ", " : "") << "{ ";
+    bool firstStmt = true;
+    for (const ScopStatement *st : stmts) {
+      if (st->dims.size() < last) continue;
+      os << (firstStmt ? "" : "; ") << st->name << "[";
+      for (size_t i = 0; i < st->dims.size(); ++i) os << (i ? ", " : "") << "d" << i;
+      os << "] -> [(d" << m << ")]";
+      firstStmt = false;
+    }
+    os << " }";
+  }
+  os << "]";
+  return isl::multi_union_pw_aff(islCtx(), os.str());
+}
+
+isl::schedule_node setBandFlags(isl::schedule_node node, bool coincident) {
+  isl::schedule_node_band band = node.as<isl::schedule_node_band>();
+  for (unsigned m = 0; m < band.n_member(); ++m) band = band.member_set_coincident((int)m, coincident).as<isl::schedule_node_band>();
+  return band.set_permutable(coincident ? 1 : 0);
+}
+
+/// One kernel's tree: the parallel band over all its statements, then (a reduction) the sequence
+/// init, update (its reduced band), store.
+isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts) {
+  isl::ctx ctx = islCtx();
+  isl::union_set dom = isl::union_set::empty(ctx);
+  for (const ScopStatement *st : stmts) dom = dom.unite(isl::union_set(isl::set(ctx, st->domain)));
+  isl::schedule s = isl::schedule::from_domain(dom);
+  size_t par = parallelDims(*stmts.front());
+  isl::schedule_node node = s.get_root().child(0);
+  if (par > 0) node = setBandFlags(node.insert_partial_schedule(bandOf(stmts, 0, par)), true).child(0);
+  if (stmts.size() > 1) {
+    isl::union_set_list filters(ctx, (int)stmts.size());
+    for (const ScopStatement *st : stmts) filters = filters.add(isl::union_set(isl::set(ctx, st->domain)));
+    node = isl::manage(isl_schedule_node_insert_sequence(node.release(), filters.release()));
+  }
+  for (size_t k = 0; k < stmts.size(); ++k) {
+    const ScopStatement &st = *stmts[k];
+    if (st.dims.size() == par) continue;
+    isl::schedule_node leaf = stmts.size() > 1 ? node.child((int)k).child(0) : node;
+    leaf = setBandFlags(leaf.insert_partial_schedule(bandOf({&st}, par, st.dims.size())), false);
+    node = stmts.size() > 1 ? leaf.parent().parent() : leaf;
+  }
+  return node.schedule();
+}
+
+/// Default sizes of an affine kernel's parallel band (extents at the parameters' values): 32
+/// threads along the innermost dim (fewer for a shorter one), up to 256 in all with the next dim,
+/// one point per thread; outer dims one point per tile (they fold into the grid's z), with tiles
+/// doubled along the innermost of them while the grid's z would exceed 65535 blocks.
+KernelSizes affineSizes(const std::vector<long long> &extent) {
+  KernelSizes s;
+  size_t n = extent.size();
+  s.tile.assign(n, 1);
+  s.block.assign(n, 1);
+  if (n == 0) return s;
+  if (n == 1) {
+    s.block[0] = s.tile[0] = std::min<long long>(256, std::max<long long>(32, pow2Ceil(extent[0])));
+    return s;
+  }
+  long long bx = std::min<long long>(32, pow2Ceil(extent[n - 1]));
+  long long by = std::min<long long>(256 / bx, pow2Ceil(extent[n - 2]));
+  s.block[n - 1] = s.tile[n - 1] = bx;
+  s.block[n - 2] = s.tile[n - 2] = by;
+  if (n > 2) {
+    auto zBlocks = [&] {
+      long long z = 1;
+      for (size_t m = 0; m + 2 < n; ++m) z *= (extent[m] + s.tile[m] - 1) / s.tile[m];
+      return z;
+    };
+    while (zBlocks() > 65535 && s.tile[n - 3] < extent[n - 3]) s.tile[n - 3] *= 2;
+  }
+  return s;
+}
+
+/// Extents of a statement's first `n` dims at the parameters' values.
+std::vector<long long> extentsAtDefaults(const Scop &scop, const ScopStatement &st, size_t n) {
+  isl::set d = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(scop)));
+  std::vector<long long> e;
+  for (size_t m = 0; m < n; ++m) e.push_back(d.dim_max_val((int)m).get_num_si() + 1);
+  return e;
+}
+
+} // namespace
+
+Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+  isl::ctx ctx = islCtx();
+  std::map<int, KernelSizes> requested = parseSizes(options.sizes);
+  auto kernels = kernelsOf(scop);
+
+  isl::schedule full;
+  for (const auto &k : kernels) {
+    isl::schedule one = kernelSchedule(k);
+    full = full.is_null() ? one : isl::manage(isl_schedule_sequence(full.release(), one.release()));
+  }
+
+  // Flow dependences in the (untiled) program order.
+  isl::union_map writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
+  for (const auto &st : scop.statements) {
+    isl::set dom(ctx, st.domain);
+    auto access = [&](const std::string &m) { return isl::union_map(isl::map(ctx, m).intersect_domain(dom)); };
+    writes = writes.unite(access(st.write));
+    for (const auto &r : st.reads) reads = reads.unite(access(r));
+  }
+  isl::union_access_info info(reads);
+  info = info.set_must_source(writes).set_schedule(full);
+  isl::union_map flow = info.compute_flow().may_dependence();
+  // The schedule respects them (it is built to): every dependence goes forward in time.
+  isl::union_map order = full.get_map();
+  isl::union_map timed = flow.apply_domain(order).apply_range(order);
+  isl::union_set space = order.range();
+  isl::union_map forward = isl::manage(isl_union_set_lex_lt_union_set(space.copy(), space.copy()));
+  if (!timed.is_subset(forward)) throw std::logic_error("affine schedule violates a flow dependence");
+
+  // Tile each kernel's parallel band.
+  std::map<int, KernelSizes> used;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    isl::schedule_node node = full.get_root().child(0);
+    if (node.isa<isl::schedule_node_sequence>()) node = node.child((int)k).child(0);
+    size_t par = parallelDims(*kernels[k].front());
+    // Within the kernel, no dependence crosses two points of the parallel band.
+    if (par > 0) {
+      isl::union_map band = isl::union_map::from(node.as<isl::schedule_node_band>().get_partial_schedule());
+      isl::union_map within = flow.intersect_domain(nodeDomain(node)).intersect_range(nodeDomain(node));
+      isl::union_map crossing = within.apply_domain(band).apply_range(band);
+      if (!crossing.is_subset(isl::union_map(crossing.domain().unite(crossing.range()).identity())))
+        throw std::logic_error("affine kernel " + std::to_string(k) + ": a dependence crosses its parallel band");
+    }
+    if (par == 0) {
+      used[(int)k] = {};
+      full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
+      continue;
+    }
+    KernelSizes sz = affineSizes(extentsAtDefaults(scop, *kernels[k].front(), par));
+    if (auto it = requested.find((int)k); it != requested.end()) {
+      if (!it->second.tile.empty()) sz.tile = it->second.tile;
+      if (!it->second.block.empty()) sz.block = it->second.block;
+    }
+    sz.vector = 1;
+    if (sz.tile.size() != par || sz.block.size() != par)
+      throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(par) +
+                       " members; give that many tile and block sizes");
+    used[(int)k] = sz;
+    isl::schedule_node_band b = node.as<isl::schedule_node_band>();
+    isl::multi_val tile = isl::multi_val::zero(bandSpace(b));
+    for (unsigned m = 0; m < par; ++m) tile = tile.set_at((int)m, isl::val(ctx, sz.tile[m]));
+    node = b.tile(tile);
+    full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
+  }
+  for (const auto &[k, sz] : requested)
+    if (k < 0 || k >= (int)kernels.size())
+      throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] (kernels 0 to " + std::to_string(kernels.size() - 1) + ")");
+
+  Scop out = scop;
+  out.kind = "schedule";
+  out.schedule = printScheduleBlock(full);
+  out.sizes = printSizes(used);
+  out.flow = islStr(flow);
+  out.reductionDeps = islStr(isl::union_map::empty(ctx));
+  out.provenance.push_back(currentStage("polyk-schedule"));
+  if (usedSizes) *usedSizes = used;
+  return out;
+}
+
+} // namespace polyk
