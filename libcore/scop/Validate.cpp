@@ -214,8 +214,9 @@ private:
                                                  std::to_string(t.shape.size()) + " dimensions but is indexed with " +
                                                  std::to_string(a.indices.size()));
         for (size_t d = 0; d < a.indices.size(); ++d)
-          if (!iterators.count(a.indices[d]))
-            fail(st.at.body.shifted(a.indexOffsets[d]), "undefined iterator " + quoted(a.indices[d]) + " (not in 'iterators')");
+          for (const auto &[name, c] : a.subscripts[d].terms)
+            if (!iterators.count(name) && !(st.form == Form::Affine && params_.count(name)))
+              fail(st.at.body.shifted(a.indexOffsets[d]), "undefined iterator " + quoted(name) + " (not in 'iterators')");
         checkAccess(st, domain, st.reads[k], st.at.reads[k], a.tensor);
       }
     }
