@@ -147,12 +147,11 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       z *= tiles.atDefaults[m];
       threadsZ *= sz.block[m];
       zC = zC == "1" ? tiles.c[m] : zC + " * " + tiles.c[m];
+      (void)zMembers;
     }
-    for (unsigned m = 0; m < n; ++m)
-      if (axes[m] == "z" && zMembers > 1 && !tiles.constant[m])
-        sizeError(kname + ": " + std::to_string(zMembers) + " band members fold into the grid's z, which needs their tile counts constant; member " +
-                  std::to_string(m) + " has " + tiles.c[m] + " tiles (a symbolic extent)");
-    kc.grid[2] = zMembers > 1 ? std::to_string(z) : zC;
+    bool zConstant = true;
+    for (unsigned m = 0; m < n; ++m) zConstant = zConstant && (axes[m] != "z" || tiles.constant[m]);
+    kc.grid[2] = zConstant ? std::to_string(z) : "(" + zC + ")";
     kc.block[2] = (int)threadsZ;
     if (tiles.atDefaults[n - 1] > (1LL << 31) - 1) sizeError(kname + ": more than 2^31 - 1 blocks along x; use larger tiles");
     if (n >= 2 && tiles.atDefaults[n - 2] > 65535) sizeError(kname + ": more than 65535 blocks along y; use larger tiles");
@@ -180,28 +179,77 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
   return out;
 }
 
-isl::set affineMappingContext(const KernelConfig &kc) {
-  std::ostringstream os;
-  os << "[b_x, b_y, b_z, t_x, t_y, t_z] -> { : ";
-  const char *ax[3] = {"x", "y", "z"};
-  for (int a = 0; a < 3; ++a) {
-    const std::string &g = kc.grid[a];
-    bool numeric = g.find_first_not_of("0123456789") == std::string::npos;
-    os << (a ? " and " : "") << "0 <= b_" << ax[a] << (numeric ? " < " + g : "") << " and 0 <= t_" << ax[a] << " < " << kc.block[a];
+namespace {
+
+/// `b_x, b_y, b_z0, ..., t_x, t_y, t_z0, ...` for a band of `n` members.
+std::vector<std::string> idNames(unsigned n) {
+  std::vector<std::string> v;
+  for (char p : {'b', 't'}) {
+    v.push_back(std::string(1, p) + "_x");
+    v.push_back(std::string(1, p) + "_y");
+    for (unsigned i = 0; i + 2 < n; ++i) v.push_back(std::string(1, p) + "_z" + std::to_string(i));
   }
+  return v;
+}
+
+std::string idTuple(unsigned n) {
+  std::string s = "[";
+  for (const auto &id : idNames(n)) s += (s.size() > 1 ? ", " : "") + id;
+  return s + "]";
+}
+
+} // namespace
+
+isl::set affineMappingContext(const KernelConfig &kc, const AffineKernelIds &ids) {
+  std::ostringstream os;
+  os << idTuple(ids.members) << " -> { : ";
+  auto bound = [&](const std::string &id, const std::string &limit) {
+    bool numeric = limit.find_first_not_of("0123456789") == std::string::npos;
+    os << " and 0 <= " << id << (numeric ? " < " + limit : "");
+  };
+  os << "0 = 0";
+  bound("b_x", kc.grid[0]);
+  bound("b_y", kc.grid[1]);
+  bound("t_x", std::to_string(kc.block[0]));
+  bound("t_y", std::to_string(kc.block[1]));
+  for (size_t i = 0; i < ids.blocksZ.size(); ++i) bound("b_z" + std::to_string(i), ids.blocksZ[i]);
+  for (size_t i = 0; i < ids.threadsZ.size(); ++i) bound("t_z" + std::to_string(i), std::to_string(ids.threadsZ[i]));
   os << " }";
   return isl::set(islCtx(), os.str());
 }
 
-isl::schedule applyAffineMapping(const isl::schedule &bound, const Scop &s) {
+std::string AffineKernelIds::prologue() const {
+  std::string o = "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
+  o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
+  auto split = [&](const std::string &p, const std::string &from, const std::vector<std::string> &counts) {
+    if (counts.empty()) return;
+    o += "  polyk_idx " + p + "_rest = " + from + ";\n";
+    for (size_t i = counts.size(); i-- > 0;) {
+      std::string id = p + "_z" + std::to_string(i);
+      if (i == 0) o += "  const polyk_idx " + id + " = " + p + "_rest;\n";
+      else o += "  const polyk_idx " + id + " = " + p + "_rest % (" + counts[i] + ");\n  " + p + "_rest /= (" + counts[i] + ");\n";
+    }
+  };
+  split("b", "blockIdx.z", blocksZ);
+  std::vector<std::string> t;
+  for (long long c : threadsZ) t.push_back(std::to_string(c));
+  split("t", "threadIdx.z", t);
+  return o;
+}
+
+AffineMapping applyAffineMapping(const isl::schedule &bound, const Scop &s) {
   isl::ctx ctx = islCtx();
+  AffineMapping out;
+  std::map<int, KernelSizes> sizes = parseSizes(s.sizes, &s.at.sizes);
   isl::schedule sched = bound;
   while (true) {
     isl::schedule_node mark;
+    int kernel = -1;
     sched.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
       if (!mark.is_null()) return false;
       if (n.isa<isl::schedule_node_mark>()) {
         std::string name = markName(n);
+        if (name.rfind("kernel_", 0) == 0) kernel = std::stoi(name.substr(7));
         if (name.rfind("blocks_", 0) == 0 || name.rfind("threads_", 0) == 0) mark = n;
       }
       return mark.is_null();
@@ -213,42 +261,36 @@ isl::schedule applyAffineMapping(const isl::schedule &bound, const Scop &s) {
     std::stringstream ss(name.substr(blocks ? 7 : 8));
     for (std::string a; std::getline(ss, a, '_');) axes.push_back(a);
     isl::schedule_node_band band = mark.child(0).as<isl::schedule_node_band>();
-    if (band.n_member() != axes.size()) throw std::runtime_error("mapping mark " + name + " over a band of another size");
-    // Folded members: id = sum of m_i * (the counts of the later members on that axis).
+    unsigned n = band.n_member();
+    if (n != axes.size()) throw std::runtime_error("mapping mark " + name + " over a band of another size");
+    AffineKernelIds &ids = out.kernels[kernel];
+    ids.members = n;
     Counts counts = countsOf(s, band);
-    std::map<std::string, std::string> sum;
-    std::map<std::string, long long> stride;
-    for (int m = (int)axes.size() - 1; m >= 0; --m) {
-      long long st = stride.count(axes[m]) ? stride[axes[m]] : 1;
-      std::string term = st == 1 ? "m" + std::to_string(m) : std::to_string(st) + "*m" + std::to_string(m);
-      sum[axes[m]] = sum.count(axes[m]) ? term + " + " + sum[axes[m]] : term;
-      if (stride.count(axes[m]) || axes[m] == "z") {
-        if (!counts.constant[m] && m > 0 && axes[m - 1] == axes[m])
-          throw std::runtime_error("folded band member with a symbolic count");
-        stride[axes[m]] = st * counts.atDefaults[m];
-      }
-    }
+    std::string p = blocks ? "b_" : "t_";
     std::ostringstream os;
-    os << "[b_x, b_y, b_z, t_x, t_y, t_z] -> { [";
-    for (size_t i = 0; i < axes.size(); ++i) os << (i ? ", " : "") << "m" << i;
-    os << "] : ";
-    bool first = true;
-    for (const auto &[axis, expr] : sum) {
-      os << (first ? "" : " and ") << (blocks ? "b_" : "t_") << axis << " = " << expr;
-      first = false;
+    os << idTuple(n) << " -> { [";
+    for (unsigned i = 0; i < n; ++i) os << (i ? ", " : "") << "m" << i;
+    os << "] : 0 = 0";
+    unsigned z = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      std::string id = axes[i] == "z" ? p + "z" + std::to_string(z++) : p + axes[i];
+      os << " and m" << i << " = " << id;
+      if (axes[i] != "z") continue;
+      if (blocks) ids.blocksZ.push_back(counts.c[i]);
+      else ids.threadsZ.push_back(sizes.count(kernel) && i < sizes[kernel].block.size() ? sizes[kernel].block[i] : counts.atDefaults[i]);
     }
-    for (size_t i = 0; i < axes.size(); ++i) os << " and m" << i << " >= 0";
     os << " }";
     isl::union_map m = isl::union_map::from(band.get_partial_schedule());
     isl::union_set bandDomain = nodeDomain(band);
     isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
-    isl::schedule_node n = deleteNode(mark);
-    while (!(n.isa<isl::schedule_node_mark>() && markName(n).rfind("kernel_", 0) == 0)) n = n.parent();
-    n = n.child(0);
-    filter = filter.unite(nodeDomain(n).subtract(bandDomain));
-    sched = n.insert_filter(filter).schedule();
+    isl::schedule_node node = deleteNode(mark);
+    while (!(node.isa<isl::schedule_node_mark>() && markName(node).rfind("kernel_", 0) == 0)) node = node.parent();
+    node = node.child(0);
+    filter = filter.unite(nodeDomain(node).subtract(bandDomain));
+    sched = node.insert_filter(filter).schedule();
   }
-  return sched;
+  out.schedule = sched;
+  return out;
 }
 
 } // namespace polyk

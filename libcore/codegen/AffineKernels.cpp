@@ -50,18 +50,21 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d) {
 }
 
 /// The body of one kernel (one thread's code): its registers, then the AST.
-std::string kernelBody(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc) {
+std::string kernelBody(const Scop &s, const AffineMapping &mapping, const KernelConfig &kc, int k) {
+  const isl::schedule &mapped = mapping.schedule;
+  AffineKernelIds ids;
+  if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
   isl::union_set dom = isl::union_set::empty(islCtx());
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
-  isl::ast_build build = isl::ast_build::from_context(affineMappingContext(kc));
+  isl::ast_build build = isl::ast_build::from_context(affineMappingContext(kc, ids));
   AstPrinter printer;
   printer.user = [](const std::string &stmt, const std::vector<std::string> &a) {
     std::string c = stmt + "(";
     for (size_t i = 0; i < a.size(); ++i) c += (i ? ", " : "") + a[i];
     return c + ");\n";
   };
-  std::string o;
+  std::string o = ids.prologue();
   for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
   return o + printer.print(build.node_from(restricted), 1);
 }
@@ -84,16 +87,14 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
-  isl::schedule mapped = applyAffineMapping(readIslSchedule(s.schedule), s);
+  AffineMapping mapped = applyAffineMapping(readIslSchedule(s.schedule), s);
   for (const auto &kc : s.kernels) {
+    int k = (int)(&kc - s.kernels.data());
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
          params(s, true) + ") {\n";
-    o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, b_z = blockIdx.z;\n";
-    o += "  const polyk_idx t_x = threadIdx.x, t_y = threadIdx.y, t_z = threadIdx.z;\n";
-    o += "  (void)b_x; (void)b_y; (void)b_z; (void)t_x; (void)t_y; (void)t_z;\n";
-    o += kernelBody(s, mapped, kc) + "}\n" + undefMacros(s) + "\n";
+    o += kernelBody(s, mapped, kc, k) + "}\n" + undefMacros(s) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -127,16 +128,19 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name))
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
-  isl::schedule mapped = applyAffineMapping(readIslSchedule(s.schedule), s);
+  AffineMapping mapped = applyAffineMapping(readIslSchedule(s.schedule), s);
   for (const auto &kc : s.kernels) {
+    int k = (int)(&kc - s.kernels.data());
     o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C);
-    o += "  for (polyk_idx b_z = 0; b_z < " + kc.grid[2] + "; ++b_z)\n";
-    o += "  for (polyk_idx b_y = 0; b_y < " + kc.grid[1] + "; ++b_y)\n";
-    o += "  for (polyk_idx b_x = 0; b_x < " + kc.grid[0] + "; ++b_x)\n";
-    o += "  for (polyk_idx t_z = 0; t_z < " + std::to_string(kc.block[2]) + "; ++t_z)\n";
-    o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n";
-    o += "  for (polyk_idx t_x = 0; t_x < " + std::to_string(kc.block[0]) + "; ++t_x) {\n";
-    o += kernelBody(s, mapped, kc) + "  }\n" + undefMacros(s);
+    // blockIdx / threadIdx as the kernel's prologue reads them.
+    o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";
+    o += "  for (polyk_idx by = 0; by < " + kc.grid[1] + "; ++by)\n";
+    o += "  for (polyk_idx bx = 0; bx < " + kc.grid[0] + "; ++bx)\n";
+    o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
+    o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
+    o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
+    o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
+    o += kernelBody(s, mapped, kc, k) + "  }\n" + undefMacros(s);
   }
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name)) o += "  free(" + t.name + ");\n";

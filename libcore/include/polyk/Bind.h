@@ -9,6 +9,8 @@
 
 #include <isl/cpp.h>
 
+#include <map>
+
 namespace polyk {
 
 struct BindOptions {
@@ -18,10 +20,23 @@ struct BindOptions {
 Scop bind(const Scop &scheduled, const BindOptions &options);
 /// The affine path (AffineBind.cpp): x, y and z, outer members folded into z.
 Scop bindAffine(const Scop &scheduled, const BindOptions &options);
-/// applyMapping for the affine path's marks, over b_x, b_y, b_z, t_x, t_y, t_z; build one
-/// kernel's AST from affineMappingContext(kernel).
-isl::schedule applyAffineMapping(const isl::schedule &bound, const Scop &s);
-isl::set affineMappingContext(const KernelConfig &kernel);
+/// The ids of one affine kernel: b_x, b_y, t_x, t_y and one b_z<i> / t_z<i> per band member
+/// folded into z (outermost first), which the kernel's prologue takes apart from blockIdx.z and
+/// threadIdx.z (the counts may be symbolic: isl sees independent parameters).
+struct AffineKernelIds {
+  unsigned members = 0;
+  std::vector<std::string> blocksZ; // tile counts of the z members (C)
+  std::vector<long long> threadsZ;  // thread counts of the z members
+  std::string prologue() const;     // the C declarations of the ids
+};
+struct AffineMapping {
+  isl::schedule schedule;                 // each blocks_ / threads_ band fixed by a filter on the ids
+  std::map<int, AffineKernelIds> kernels; // by kernel number
+};
+/// applyMapping for the affine path's marks. Build each kernel's AST from
+/// affineMappingContext(kernel, its ids).
+AffineMapping applyAffineMapping(const isl::schedule &bound, const Scop &s);
+isl::set affineMappingContext(const KernelConfig &kernel, const AffineKernelIds &ids);
 
 /// The bound tree with each `blocks_*` / `threads_*` band fixed to the parameters b_x, b_y, t_x,
 /// t_y by a filter above it (with the ids' ranges in that kernel). Build its AST from
