@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The peers of the affine examples on the GPU: cuBLAS (torch.mm / torch.mv), cuDNN
+(torch.nn.functional.conv2d, cudnn.benchmark, TF32 off), torch.einsum and torch.compile of each
+program, timed like the reduction benchmark (triton's do_bench: median, L2 flushed). Joins them
+with polyk's times from bench/gpu-check.sh's table and writes a CSV and a table with each case's
+ratio best-peer / polyk and its fraction of the relevant ceiling (copy bandwidth for stencils and
+GEMV, the card's f32 FMA peak for the rest), both measured in the same run.
+
+  python3 bench/affine_peers.py GPU_CHECK_TABLE OUT.csv [--no-compile]
+"""
+import csv
+import re
+import sys
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+dev = "cuda"
+
+
+def rnd(*shape):
+    return torch.rand(*shape, device=dev) * 2 - 1
+
+
+def hotspot(N=8192):
+    T, P = rnd(N, N), rnd(N, N)
+
+    def f(T, P):
+        c = T[1:-1, 1:-1]
+        out = T.clone()
+        out[1:-1, 1:-1] = c + 0.0546 * (P[1:-1, 1:-1] + (T[2:, 1:-1] + T[:-2, 1:-1] - 2.0 * c) * 0.1 +
+                                         (T[1:-1, 2:] + T[1:-1, :-2] - 2.0 * c) * 0.1 + (80.0 - c) * 0.0003)
+        return out
+    return f, (T, P), 0, 3 * N * N * 4
+
+
+def jacobi3d(N=512):
+    A = rnd(N, N, N)
+
+    def f(A):
+        out = A.clone()
+        out[1:-1, 1:-1, 1:-1] = 0.142857 * (A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1] + A[2:, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1] +
+                                             A[1:-1, 2:, 1:-1] + A[1:-1, 1:-1, :-2] + A[1:-1, 1:-1, 2:])
+        return out
+    return f, (A,), 0, 2 * N ** 3 * 4
+
+
+def gaussian2d(N=8192):
+    A, G = rnd(1, 1, N, N), rnd(1, 1, 5, 5)
+    return (lambda A, G: F.conv2d(A, G, padding=2)), (A, G), 2 * 25 * N * N, 2 * N * N * 4
+
+
+def gemm(M, N, K):
+    A, B = rnd(M, K), rnd(K, N)
+    return torch.mm, (A, B), 2 * M * N * K, 4 * (M * K + K * N + M * N)
+
+
+def gemv(M, K):
+    A, x = rnd(M, K), rnd(K)
+    return torch.mv, (A, x), 2 * M * K, 4 * (M * K + K + M)
+
+
+def einsum(spec, shapes, flops):
+    ts = [rnd(*s) for s in shapes]
+    return (lambda *a: torch.einsum(spec, *a)), tuple(ts), flops, 0
+
+
+def conv(K, C, X, Fs, s):
+    p = Fs // 2
+    out = (X + 2 * p - Fs) // s + 1
+    I, W = rnd(1, C, X, X), rnd(K, C, Fs, Fs)
+    return (lambda I, W: F.conv2d(I, W, stride=s, padding=p)), (I, W), 2 * K * C * Fs * Fs * out * out, 0
+
+
+LAYERS = [("d1", 32, 3, 108, 3, 1), ("d2", 32, 32, 108, 3, 1), ("d3", 64, 32, 54, 3, 1), ("d4", 64, 64, 54, 3, 1),
+          ("d5", 128, 64, 27, 3, 1), ("d6", 128, 128, 27, 3, 1), ("y0", 32, 3, 544, 3, 1), ("y2", 64, 32, 272, 3, 1),
+          ("y4", 128, 64, 136, 3, 1), ("y8", 256, 128, 68, 3, 1), ("y12", 512, 256, 34, 3, 1), ("y18", 1024, 512, 17, 3, 1),
+          ("r1", 64, 3, 224, 7, 2), ("r2", 64, 64, 56, 3, 1), ("r4", 128, 64, 56, 3, 2), ("r6", 128, 128, 28, 3, 1),
+          ("r7", 256, 128, 28, 3, 2), ("r9", 256, 256, 14, 3, 1), ("r10", 512, 512, 14, 3, 2), ("r12", 512, 512, 7, 3, 1)]
+
+CASES = {
+    "stencil_hotspot": (hotspot, "eager+compile"),
+    "stencil_jacobi3d": (jacobi3d, "eager+compile"),
+    "stencil_gaussian2d": (gaussian2d, "cuDNN+compile"),
+    "blas_gemm": (lambda: gemm(1024, 1024, 1024), "cuBLAS"),
+    "blas_gemm_mdh": (lambda: gemm(10, 500, 64), "cuBLAS"),
+    "blas_gemv": (lambda: gemv(4096, 4096), "cuBLAS"),
+    "contraction_ab_bc": (lambda: einsum("ab,bc->ac", [(2048, 2048)] * 2, 2 * 2048 ** 3), "einsum+compile"),
+    "contraction_abc_bda_dc": (lambda: einsum("bda,dc->abc", [(256,) * 3, (256, 256)], 2 * 256 ** 4), "einsum+compile"),
+    "contraction_abcd_aebf_dfce": (lambda: einsum("aebf,dfce->abcd", [(48,) * 4] * 2, 2 * 48 ** 6), "einsum+compile"),
+    "contraction_abcdef_gdab_efgc": (lambda: einsum("gdab,efgc->abcdef", [(32, 16, 16, 16), (16, 16, 32, 16)], 2 * 16 ** 6 * 32),
+                                     "einsum+compile"),
+}
+for name, K, C, X, Fs, s in LAYERS:
+    CASES["conv_" + name] = ((lambda K=K, C=C, X=X, Fs=Fs, s=s: conv(K, C, X, Fs, s)), "cuDNN")
+
+
+def ceilings():
+    """Copy bandwidth (bytes/us) and f32 FMA peak (flop/us), measured now."""
+    n = 1 << 28
+    a, b = torch.empty(n, device=dev), torch.empty(n, device=dev)
+    copy_us = do_bench(lambda: b.copy_(a), return_mode="median") * 1000
+    bw = 2 * 4 * n / copy_us
+    A, B = rnd(8192, 8192), rnd(8192, 8192)
+    mm_us = do_bench(lambda: torch.mm(A, B), return_mode="median") * 1000
+    return bw, 2 * 8192 ** 3 / mm_us
+
+
+def main():
+    table, out_csv = sys.argv[1], sys.argv[2]
+    use_compile = "--no-compile" not in sys.argv
+    polyk = {}
+    for line in open(table):
+        m = re.match(r"(\S+)\s+(PASS|FAIL)\S*\s+(\S+)\s+(\S+)", line)
+        if m and not m.group(1).endswith(".det"):
+            polyk[m.group(1)] = (m.group(2), float(m.group(4)))
+    bw, fma = ceilings()
+    print(f"ceilings: copy {bw / 1e6:.2f} TB/s, f32 (cuBLAS sgemm 8192^3, TF32 off) {fma / 1e6:.1f} TFLOP/s")
+    rows = []
+    for name, (make, peer) in CASES.items():
+        fn, args, flops, nbytes = make()
+        eager = do_bench(lambda: fn(*args), return_mode="median") * 1000
+        comp = float("nan")
+        if use_compile and "compile" in peer:
+            try:
+                cf = torch.compile(fn)
+                cf(*args)
+                comp = do_bench(lambda: cf(*args), return_mode="median") * 1000
+            except Exception as e:  # noqa: BLE001 - a peer that fails to compile is reported, not fatal
+                print(f"{name}: torch.compile failed: {e}", file=sys.stderr)
+        result, us = polyk.get(name, ("MISSING", float("nan")))
+        best = min(x for x in (eager, comp) if x == x)
+        ceiling_us = nbytes / bw if nbytes else flops / fma
+        rows.append(dict(case=name, polyk_us=us, result=result, peer=peer, eager_us=eager, compile_us=comp,
+                         best_peer_over_polyk=best / us if us == us else float("nan"),
+                         ceiling=("copy" if nbytes else "fma"), polyk_fraction_of_ceiling=ceiling_us / us if us == us else float("nan")))
+        torch.cuda.empty_cache()
+    with open(out_csv, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{'case':32} {'polyk us':>10} {'eager us':>10} {'compile us':>10} {'peer/polyk':>10} {'of ceiling':>10}  peer")
+    for r in rows:
+        print(f"{r['case']:32} {r['polyk_us']:10.1f} {r['eager_us']:10.1f} {r['compile_us']:10.1f} "
+              f"{r['best_peer_over_polyk']:10.3f} {r['polyk_fraction_of_ceiling']:10.3f}  {r['peer']} ({r['result']})")
+
+
+if __name__ == "__main__":
+    main()
