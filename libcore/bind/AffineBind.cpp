@@ -97,16 +97,11 @@ std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<s
 Scop bindAffine(const Scop &in, const BindOptions &options) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(in.schedule);
-  std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
+  std::map<int, KernelSizes> sizes = boundSizes(in, options);
   auto sizeError = [&](const std::string &message) {
     if (options.sizes.empty()) fail(in.at.sizes, message);
     throw UsageError(message);
   };
-  for (const auto &[k, s] : parseSizes(options.sizes)) {
-    if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
-    if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
-    sizes[k].block = s.block;
-  }
   Scop out = in;
   out.kind = "bound";
   out.kernels.clear();

@@ -88,17 +88,12 @@ namespace {
 Scop bindChecked(const Scop &in, const BindOptions &options) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(in.schedule);
-  std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
+  std::map<int, KernelSizes> sizes = boundSizes(in, options);
   // Sizes that do not fit a kernel came from the file, or from --sizes where it was given.
   auto sizeError = [&](const std::string &message) {
     if (options.sizes.empty()) fail(in.at.sizes, message);
     throw UsageError(message);
   };
-  for (const auto &[k, s] : parseSizes(options.sizes)) {
-    if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
-    if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
-    sizes[k].block = s.block;
-  }
 
   Scop out = in;
   out.kind = "bound";
@@ -217,6 +212,16 @@ Scop bindChecked(const Scop &in, const BindOptions &options) {
 Scop bind(const Scop &in, const BindOptions &options) {
   bool affine = !in.statements.empty() && in.statements.front().form == Form::Affine;
   return reportedAt(in.at.schedule, "polyk-bind", [&] { return affine ? bindAffine(in, options) : bindChecked(in, options); });
+}
+
+std::map<int, KernelSizes> boundSizes(const Scop &in, const BindOptions &options) {
+  std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
+  for (const auto &[k, s] : parseSizes(options.sizes)) {
+    if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
+    if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
+    sizes[k].block = s.block;
+  }
+  return sizes;
 }
 
 isl::set mappingContext(const std::vector<KernelConfig> &kernels) {

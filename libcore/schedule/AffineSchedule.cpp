@@ -144,13 +144,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   }
 
   // Flow dependences in the (untiled) program order.
-  isl::union_map writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
-  for (const auto &st : scop.statements) {
-    isl::set dom(ctx, st.domain);
-    auto access = [&](const std::string &m) { return isl::union_map(isl::map(ctx, m).intersect_domain(dom)); };
-    writes = writes.unite(access(st.write));
-    for (const auto &r : st.reads) reads = reads.unite(access(r));
-  }
+  isl::union_map writes, reads;
+  accessRelations(scop, writes, reads);
   isl::union_access_info info(reads);
   info = info.set_must_source(writes).set_schedule(full);
   isl::union_map flow = info.compute_flow().may_dependence();

@@ -292,6 +292,18 @@ isl::schedule markReductions(isl::schedule sched, const Scop &scop) {
 
 } // namespace
 
+void accessRelations(const Scop &scop, isl::union_map &writes, isl::union_map &reads) {
+  isl::ctx ctx = islCtx();
+  writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
+  for (const auto &st : scop.statements) {
+    isl::set dom(ctx, st.domain);
+    auto access = [&](const std::string &m) { return isl::union_map(isl::map(ctx, m).intersect_domain(dom)); };
+    writes = writes.unite(access(st.write));
+    for (const auto &r : st.reads) reads = reads.unite(access(r));
+    if (st.kind == StmtKind::Reduce) reads = reads.unite(access(st.write));
+  }
+}
+
 KernelSizes defaultSizes(const BandShape &b) {
   // Panamera Part 1: more work per thread, fewer blocks, fewer atomics, but enough blocks to keep
   // the H100's 132 SMs streaming. Block counts measured by bench/sweep.sh (docs/sizes.md):
@@ -402,16 +414,8 @@ Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
 
-  // Accesses: a reduction reads the element it updates.
-  isl::union_map writes = isl::union_map::empty(ctx), reads = isl::union_map::empty(ctx);
-  // Accesses restricted to their statements' domains: flow analysis needs bounded relations.
-  for (const auto &st : scop.statements) {
-    isl::set dom(ctx, st.domain);
-    auto access = [&](const std::string &m) { return isl::union_map(isl::map(ctx, m).intersect_domain(dom)); };
-    writes = writes.unite(access(st.write));
-    for (const auto &r : st.reads) reads = reads.unite(access(r));
-    if (st.kind == StmtKind::Reduce) reads = reads.unite(access(st.write));
-  }
+  isl::union_map writes, reads;
+  accessRelations(scop, writes, reads);
   isl::union_access_info info(reads);
   info = info.set_must_source(writes).set_schedule_map(initialSchedule(scop));
   isl::union_map flow = info.compute_flow().may_dependence();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "polyk/Scop.h"
+#include "polyk/Sizes.h"
 
 #include <isl/cpp.h>
 
@@ -18,6 +19,9 @@ struct BindOptions {
 };
 
 Scop bind(const Scop &scheduled, const BindOptions &options);
+/// The schedule file's sizes with the block sizes of `--sizes` applied (tile sizes there are a
+/// UsageError: polyk-schedule chooses them).
+std::map<int, KernelSizes> boundSizes(const Scop &scheduled, const BindOptions &options);
 /// The affine path (AffineBind.cpp): x, y and z, outer members folded into z.
 Scop bindAffine(const Scop &scheduled, const BindOptions &options);
 /// The ids of one affine kernel: b_x, b_y, t_x, t_y and one b_z<i> / t_z<i> per band member

@@ -38,6 +38,10 @@ struct BandShape {
   int elementBytes = 4;
 };
 
+/// Every statement's writes and reads, restricted to its domain (flow analysis needs bounded
+/// relations); a reduce statement also reads the element it updates.
+void accessRelations(const Scop &scop, isl::union_map &writes, isl::union_map &reads);
+
 /// polyk-schedule on the affine path (statements of Form::Affine): one kernel per program
 /// statement, its parallel band tiled (AffineSchedule.cpp).
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes = nullptr);
