@@ -10,6 +10,9 @@ namespace polyk::codegen {
 namespace {
 
 std::string literalIn(const std::string &text, bool isFloat, DType t) {
+  // A negated literal, `(-1.5)`: spelled in `t` inside (`(-1.5f)`, not `(-1.5)f`).
+  if (text.size() > 3 && text.compare(0, 2, "(-") == 0 && text.back() == ')')
+    return "(-" + literalIn(text.substr(2, text.size() - 3), isFloat, t) + ")";
   switch (t) {
   case DType::F32: {
     std::string s = text;
@@ -63,7 +66,9 @@ Value printValue(const ExprPtr &e, Dialect d, const AccessPrinter &access, const
       if (x->text == "!") return {"(!" + convert(a, DType::Bool) + ")", DType::Bool, false};
       DType t = a.weak ? (a.type == DType::F32 ? DType::F32 : DType::I32) : a.type;
       if (t == DType::Bool) t = DType::I32;
-      return {"(-" + convert(a, t) + ")", t, a.weak};
+      // A negated literal stays a literal, spelled in its context's type when converted.
+      if (a.weak) return {"(-" + a.text + ")", t, true};
+      return {"(-" + convert(a, t) + ")", t, false};
     }
     case Expr::Kind::Binary: {
       Value a = go(x->args[0]), b = go(x->args[1]);

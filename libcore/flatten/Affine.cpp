@@ -75,19 +75,14 @@ private:
       size_t k = std::find(ps.iterators.begin(), ps.iterators.end(), d) - ps.iterators.begin();
       s += " and 0 <= " + d + " < " + ps.extents[k].str();
     }
-    // The `where` clause constrains the dims it names; an init or store (parallel dims only)
-    // takes the constraints on those alone, projected: the points where some instance exists.
-    std::string where;
-    for (const auto &c : ps.stmt.where)
-      where += " and " + islAffine(c.lhs) + " " + (c.op == "==" ? "=" : c.op) + " " + islAffine(c.rhs);
     s += positive_;
-    std::vector<std::string> all = dimsOf(ps);
-    if (where.empty() || dims.size() == all.size()) return normalizeSet(s + where + " }");
-    // Project the full domain onto the parallel dims.
-    isl::set full(islCtx(), domain(name, ps, all));
-    isl::set d(islCtx(), s + " }");
-    isl::map proj(islCtx(), prefix_ + "{ " + name + "[" + join(all) + "] -> " + name + "[" + join(dims) + "] }");
-    return islStr(d.intersect(full.apply(proj)));
+    // The `where` clause restricts the statement's instances. A reduction's init and store (its
+    // parallel dims only) cover every output element, as `+=!` initialises the whole output: an
+    // element the clause leaves no term gets the identity.
+    if (dims.size() == dimsOf(ps).size())
+      for (const auto &c : ps.stmt.where)
+        s += " and " + islAffine(c.lhs) + " " + (c.op == "==" ? "=" : c.op) + " " + islAffine(c.rhs);
+    return normalizeSet(s + " }");
   }
 
   /// Parallel dims (the left-hand side's indices, in its order), then the reduced ones.
