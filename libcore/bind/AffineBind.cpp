@@ -92,6 +92,34 @@ std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<s
   return out;
 }
 
+/// A reduction kernel whose threads own register tiles: `micro` is the point band tiled by the
+/// block sizes (its outer band, a thread's points; its inner one, the thread ids). The thread band
+/// takes the place of both, and the points band sinks to each statement of the sequence below,
+/// under the update's reduced loops, marked `registers` (emit unrolls it): init all points, then
+/// for each reduced iteration update them all, then store them. Returns the tile band.
+isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark) {
+  isl::ctx ctx = islCtx();
+  isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::schedule_node thread = micro.child(0);
+  isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::schedule_node node = deleteNode(deleteNode(thread).parent()); // now at the sequence
+  node = node.insert_partial_schedule(ids);
+  isl::schedule_node_band band = node.as<isl::schedule_node_band>();
+  for (unsigned m = 0; m < band.n_member(); ++m) band = band.member_set_coincident((int)m, 1).as<isl::schedule_node_band>();
+  node = band.set_permutable(1).insert_mark(isl::id(ctx, threadsMark));
+  isl::schedule_node seq = node.child(0).child(0);
+  int seqDepth = seq.tree_depth();
+  for (int c = 0; c < (int)seq.n_children(); ++c) {
+    isl::schedule_node leaf = seq.child(c);
+    isl::union_set filter = leaf.as<isl::schedule_node_filter>().get_filter();
+    while (leaf.n_children() > 0) leaf = leaf.child(0);
+    isl::schedule_node inserted = leaf.insert_partial_schedule(points.intersect_domain(filter));
+    inserted = inserted.insert_mark(isl::id(ctx, "registers"));
+    seq = inserted.ancestor(inserted.tree_depth() - seqDepth);
+  }
+  return seq.parent().parent().parent(); // thread band, threads mark, tile band
+}
+
 } // namespace
 
 Scop bindAffine(const Scop &in, const BindOptions &options) {
@@ -161,9 +189,22 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
     isl::schedule_node point = tileBand.child(0);
     isl::multi_val bs = isl::multi_val::zero(bandSpace(point));
     for (unsigned m = 0; m < n; ++m) bs = bs.set_at((int)m, isl::val(ctx, sz.block[m]));
-    point = point.as<isl::schedule_node_band>().tile(bs).child(0);
-    point = point.insert_mark(isl::id(ctx, "threads_" + join(axes, "_")));
-    node = point.parent().parent();
+    bool sequence = point.child(0).isa<isl::schedule_node_sequence>();
+    bool whole = true, micro = false;
+    for (unsigned m = 0; m < n; ++m) {
+      whole = whole && sz.tile[m] % sz.block[m] == 0;
+      micro = micro || sz.tile[m] > sz.block[m];
+    }
+    point = point.as<isl::schedule_node_band>().tile(bs);
+    if (sequence && whole && micro) {
+      node = registerTiles(point, "threads_" + join(axes, "_"));
+    } else {
+      point = point.child(0).insert_mark(isl::id(ctx, "threads_" + join(axes, "_")));
+      node = point.parent().parent();
+      // A statement without reduced dims: a thread's points unrolled (marked `registers`), so that
+      // neighbours' loads shared by its points (a stencil's) are loaded once.
+      if (!sequence && whole && micro) node = node.child(0).insert_mark(isl::id(ctx, "registers")).parent();
+    }
     node = node.insert_mark(isl::id(ctx, "blocks_" + join(axes, "_")));
     sched = node.schedule();
     out.kernels.push_back(kc);

@@ -7,6 +7,9 @@
 
 #include "polyk/Bind.h"
 
+#include <cctype>
+#include <isl/schedule_node.h>
+
 namespace polyk::codegen {
 
 namespace {
@@ -31,11 +34,117 @@ std::string args(const Scop &s) {
 
 std::set<std::string> promotedIn(const KernelConfig &kc) { return {kc.promoted.begin(), kc.promoted.end()}; }
 
-std::string macros(const Scop &s, const KernelConfig &kc, Dialect d) {
+/// The kernels (by number) whose threads own register tiles: a `registers` mark inside them.
+std::set<int> registerKernels(const isl::schedule &bound) {
+  std::set<int> out;
+  int kernel = -1;
+  bound.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+    if (!n.isa<isl::schedule_node_mark>()) return true;
+    std::string name = markName(n);
+    if (name.rfind("kernel_", 0) == 0) kernel = std::stoi(name.substr(7));
+    if (name == "registers") out.insert(kernel);
+    return true;
+  });
+  return out;
+}
+
+/// Every band under a `registers` mark unrolled in the AST: a thread's register tile, whose
+/// accumulators then have constant indices.
+isl::schedule unrollRegisters(const isl::schedule &s) {
+  auto fn = [](isl_schedule_node *node, void *) -> isl_schedule_node * {
+    if (isl_schedule_node_get_type(node) != isl_schedule_node_band) return node;
+    isl_schedule_node *parent = isl_schedule_node_parent(isl_schedule_node_copy(node));
+    bool under = false;
+    if (isl_schedule_node_get_type(parent) == isl_schedule_node_mark) {
+      isl_id *id = isl_schedule_node_mark_get_id(parent);
+      under = std::string(isl_id_get_name(id)) == "registers";
+      isl_id_free(id);
+    }
+    isl_schedule_node_free(parent);
+    if (!under) return node;
+    for (int m = 0; m < (int)isl_schedule_node_band_n_member(node); ++m)
+      node = isl_schedule_node_band_member_set_ast_loop_type(node, m, isl_ast_loop_unroll);
+    return node;
+  };
+  return isl::manage(isl_schedule_map_schedule_node_bottom_up(s.copy(), fn, nullptr));
+}
+
+/// A register tile's dims: per member of the kernel's band, the points a thread owns (tile /
+/// block) and the ids of the member's block and thread.
+struct RegisterTile {
+  std::vector<long long> points, tile, block;
+  std::vector<std::string> axis; // x, y, z0, z1, ...
+  bool any() const {
+    for (long long p : points)
+      if (p > 1) return true;
+    return false;
+  }
+  /// `[(((i) - 64 * b_y - t_y) / 16)][...]` for a statement whose first dims are `dims`: the point's
+  /// place in its thread's tile (constant once the tile's loops are unrolled).
+  std::string index(const std::vector<std::string> &dims) const {
+    std::string o;
+    for (size_t m = 0; m < points.size(); ++m) {
+      if (points[m] <= 1) continue;
+      o += "[(((" + dims[m] + ") - " + std::to_string(tile[m]) + " * b_" + axis[m] + " - t_" + axis[m] + ") / " +
+           std::to_string(block[m]) + ")]";
+    }
+    return o;
+  }
+  std::string extents() const {
+    std::string o;
+    for (long long p : points)
+      if (p > 1) o += "[" + std::to_string(p) + "]";
+    return o;
+  }
+};
+
+RegisterTile registerTile(const Scop &s, int k, bool registers) {
+  RegisterTile r;
+  if (!registers) return r;
+  auto sizes = parseSizes(s.sizes, &s.at.sizes);
+  const KernelSizes &sz = sizes[k];
+  size_t n = sz.tile.size();
+  for (size_t m = 0; m < n; ++m) {
+    r.tile.push_back(sz.tile[m]);
+    r.block.push_back(sz.block[m]);
+    r.points.push_back(sz.tile[m] / sz.block[m]);
+    r.axis.push_back(m + 1 == n ? "x" : m + 2 == n ? "y" : "z" + std::to_string(m));
+  }
+  return r;
+}
+
+std::vector<std::string> domainDims(const ScopStatement &st) {
+  isl::set dom(islCtx(), st.domain);
+  std::vector<std::string> v;
+  for (unsigned i = 0; i < dom.tuple_dim(); ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    v.push_back(isl_id_get_name(id));
+    isl_id_free(id);
+  }
+  return v;
+}
+
+/// Replaces each whole word `word` of `text` with `with`.
+std::string replaceWord(const std::string &text, const std::string &word, const std::string &with) {
+  std::string o;
+  auto ident = [](char c) { return std::isalnum((unsigned char)c) || c == '_'; };
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, word.size(), word) == 0 && (i == 0 || !ident(text[i - 1])) &&
+        (i + word.size() == text.size() || !ident(text[i + word.size()]))) {
+      o += with;
+      i += word.size();
+    } else {
+      o += text[i++];
+    }
+  }
+  return o;
+}
+
+std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}) {
   std::set<std::string> promoted = promotedIn(kc);
   std::string o;
-  for (const auto &name : kc.statements)
-    o += statementMacros(
+  for (const auto &name : kc.statements) {
+    std::string m = statementMacros(
         s, d, promoted, [](const ScopStatement &st, const std::string &) -> std::string {
           throw std::logic_error("affine statement " + st.name + " of kind reduce");
         },
@@ -46,11 +155,68 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d) {
           return acc.name + "[" + linearIndex(st.write, acc) + "] = " + storeValue(d, acc.type, id) + ";";
         },
         nullptr, name);
+    // A thread's register tile: its accumulators are an array, indexed by the point's place.
+    if (regs.any())
+      for (const auto &t : kc.promoted) m = replaceWord(m, t + "_r", t + "_r" + regs.index(domainDims(*s.statement(name))));
+    o += m;
+  }
   return o;
 }
 
+/// The blocks of kernel `k` whose tile lies wholly inside every statement's parallel dims, as a
+/// set of the ids' parameters (b_x, b_y, b_z0, ...); empty where the kernel has no tile band.
+/// In such a block no point needs a guard: the kernel specialises its AST for them.
+isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const KernelConfig &kc, const AffineKernelIds &ids) {
+  isl::ctx ctx = islCtx();
+  isl::schedule_node band;
+  std::string name = "kernel_" + std::to_string(k);
+  bound.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+    if (!band.is_null()) return false;
+    if (n.isa<isl::schedule_node_mark>() && markName(n) == name) {
+      isl::schedule_node c = n.child(0);
+      while (c.isa<isl::schedule_node_mark>()) c = c.child(0);
+      if (c.isa<isl::schedule_node_band>()) band = c;
+      return false;
+    }
+    return true;
+  });
+  if (band.is_null()) return isl::set();
+  auto sizes = parseSizes(s.sizes, &s.at.sizes);
+  const std::vector<long long> &tile = sizes[k].tile;
+  unsigned n = band.as<isl::schedule_node_band>().n_member();
+  if (tile.size() != n) return isl::set();
+  // Tile coordinates -> the ids: member m on x, y or z<m>.
+  std::string idList, tau, eqs;
+  for (const auto &[p, v] : s.params) idList += (idList.empty() ? "" : ", ") + p;
+  for (const char *id : {"b_x", "b_y", "t_x", "t_y"}) idList += (idList.empty() ? "" : ", ") + std::string(id);
+  for (unsigned i = 0; i + 2 < n; ++i) idList += ", b_z" + std::to_string(i) + ", t_z" + std::to_string(i);
+  std::string box;
+  for (unsigned m = 0; m < n; ++m) {
+    std::string id = m + 1 == n ? "b_x" : m + 2 == n ? "b_y" : "b_z" + std::to_string(m);
+    std::string T = std::to_string(tile[m]);
+    eqs += std::string(m ? " and " : "") + "p" + std::to_string(m) + " >= " + T + "*" + id + " and p" + std::to_string(m) +
+           " < " + T + "*" + id + " + " + T;
+    tau += std::string(m ? ", " : "") + "p" + std::to_string(m);
+  }
+  // The points of the block's tile: all must be points of each statement's parallel dims.
+  isl::set tilePoints(ctx, "[" + idList + "] -> { [" + tau + "] : " + eqs + " }");
+  isl::set full = isl::set::universe(tilePoints.get_space()).params();
+  for (const auto &stName : kc.statements) {
+    const ScopStatement &st = *s.statement(stName);
+    isl::set dom(ctx, st.domain);
+    if (dom.tuple_dim() < n) return isl::set();
+    // (isl aligns the parameters of both sides of a binary operation.)
+    unsigned reduced = dom.tuple_dim() - n;
+    isl::set par = isl::manage(isl_set_reset_tuple_id(isl_set_project_out(dom.release(), isl_dim_set, n, reduced)));
+    isl::set outside = tilePoints.subtract(par);
+    full = full.subtract(outside.params());
+  }
+  return full.intersect(affineMappingContext(kc, ids)).coalesce();
+}
+
 /// The body of one kernel (one thread's code): its registers, then the AST.
-std::string kernelBody(const Scop &s, const AffineMapping &mapping, const KernelConfig &kc, int k) {
+std::string kernelBody(const Scop &s, const AffineMapping &mapping, const KernelConfig &kc, int k, const RegisterTile &regs,
+                       const isl::schedule &bound) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -65,8 +231,20 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Kernel
     return c + ");\n";
   };
   std::string o = ids.prologue();
-  for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r;\n";
-  return o + printer.print(build.node_from(restricted), 1);
+  for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + ";\n";
+  std::string general = printer.print(build.node_from(restricted), 2);
+  // Blocks of whole tiles: the same AST in a context that knows it, without the points' guards.
+  isl::set full = fullTiles(s, bound, k, kc, ids);
+  if (!full.is_null() && !full.is_empty()) {
+    isl::set context = affineMappingContext(kc, ids).intersect(full);
+    isl::ast_build fullBuild = isl::ast_build::from_context(context);
+    std::string whole = printer.print(fullBuild.node_from(restricted), 2);
+    if (whole != general) {
+      isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.copy(), full.copy()));
+      return o + "  if (" + islExprToC(cond.get()) + ") {\n" + whole + "  } else {\n" + general + "  }\n";
+    }
+  }
+  return o + "  {\n" + general + "  }\n";
 }
 
 std::string launchDims(const KernelConfig &kc) {
@@ -87,14 +265,17 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
-  AffineMapping mapped = applyAffineMapping(readIslSchedule(s.schedule), s);
+  isl::schedule bound = readIslSchedule(s.schedule);
+  std::set<int> withRegisters = registerKernels(bound);
+  AffineMapping mapped = applyAffineMapping(unrollRegisters(bound), s);
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
+    RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
-    o += macros(s, kc, Dialect::Cuda);
+    o += macros(s, kc, Dialect::Cuda, regs);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
          params(s, true) + ") {\n";
-    o += kernelBody(s, mapped, kc, k) + "}\n" + undefMacros(s) + "\n";
+    o += kernelBody(s, mapped, kc, k, regs, bound) + "}\n" + undefMacros(s) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -128,10 +309,13 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name))
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
-  AffineMapping mapped = applyAffineMapping(readIslSchedule(s.schedule), s);
+  isl::schedule bound = readIslSchedule(s.schedule);
+  std::set<int> withRegisters = registerKernels(bound);
+  AffineMapping mapped = applyAffineMapping(unrollRegisters(bound), s);
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
-    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C);
+    RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
+    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs);
     // blockIdx / threadIdx as the kernel's prologue reads them.
     o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";
     o += "  for (polyk_idx by = 0; by < " + kc.grid[1] + "; ++by)\n";
@@ -140,7 +324,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, kc, k) + "  }\n" + undefMacros(s);
+    o += kernelBody(s, mapped, kc, k, regs, bound) + "  }\n" + undefMacros(s);
   }
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name)) o += "  free(" + t.name + ");\n";

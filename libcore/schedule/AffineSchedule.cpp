@@ -93,11 +93,16 @@ isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts) {
   return node.schedule();
 }
 
-/// Default sizes of an affine kernel's parallel band (extents at the parameters' values): 32
-/// threads along the innermost dim (fewer for a shorter one), up to 256 in all with the next dim,
-/// one point per thread; outer dims one point per tile (they fold into the grid's z), with tiles
-/// doubled along the innermost of them while the grid's z would exceed 65535 blocks.
-KernelSizes affineSizes(const std::vector<long long> &extent) {
+constexpr long long kSMs = 132; // H100 SXM
+
+/// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
+/// Without reduced dims: 32 threads along the innermost dim (fewer for a shorter one), up to 256
+/// in all with the next dim, one point per thread. With reduced dims (GEMM, conv, contractions):
+/// 16 x 16 threads, each owning a register tile of up to 4 points along x, y and each outer dim
+/// (the reduction loop runs outside it, so each operand loaded serves the tile's other points),
+/// shrunk while the grid would have fewer than two blocks per SM. Outer dims fold into the grid's
+/// z, their tiles doubled while z would exceed 65535 blocks.
+KernelSizes affineSizes(const std::vector<long long> &extent, bool reduction) {
   KernelSizes s;
   size_t n = extent.size();
   s.tile.assign(n, 1);
@@ -107,10 +112,45 @@ KernelSizes affineSizes(const std::vector<long long> &extent) {
     s.block[0] = s.tile[0] = std::min<long long>(256, std::max<long long>(32, pow2Ceil(extent[0])));
     return s;
   }
-  long long bx = std::min<long long>(32, pow2Ceil(extent[n - 1]));
+  long long bx = std::min<long long>(reduction ? 16 : 32, pow2Ceil(extent[n - 1]));
   long long by = std::min<long long>(256 / bx, pow2Ceil(extent[n - 2]));
+  if (reduction) by = std::min<long long>(by, 16);
   s.block[n - 1] = s.tile[n - 1] = bx;
   s.block[n - 2] = s.tile[n - 2] = by;
+  if (reduction) {
+    auto blocks = [&] {
+      long long b = 1;
+      for (size_t m = 0; m < n; ++m) b *= (extent[m] + s.tile[m] - 1) / s.tile[m];
+      return b;
+    };
+    for (size_t m = 0; m < n; ++m)
+      for (long long r = 4; r > 1; r /= 2)
+        if (s.block[m] * r <= pow2Ceil(extent[m])) {
+          s.tile[m] = s.block[m] * r;
+          break;
+        }
+    // At most 16 accumulators a thread (registers), outer members' tiles halved first.
+    auto points = [&] {
+      long long p = 1;
+      for (size_t m = 0; m < n; ++m) p *= s.tile[m] / s.block[m];
+      return p;
+    };
+    for (size_t m = 0; m < n && points() > 16; ++m)
+      while (points() > 16 && s.tile[m] > s.block[m]) s.tile[m] /= 2;
+    // Fewer than two blocks per SM: halve the largest register tile, inner members first.
+    while (blocks() < 2 * kSMs) {
+      size_t best = n;
+      for (size_t m = n; m-- > 0;)
+        if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
+      if (best == n) break;
+      s.tile[best] /= 2;
+    }
+  }
+  if (!reduction && n > 2) {
+    // A stencil's outer dim: 4 consecutive points a thread (unrolled: the loads of the planes
+    // between them are shared).
+    s.tile[n - 3] = std::min<long long>(4, pow2Ceil(extent[n - 3]));
+  }
   if (n > 2) {
     auto zBlocks = [&] {
       long long z = 1;
@@ -175,7 +215,9 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
       continue;
     }
-    KernelSizes sz = affineSizes(extentsAtDefaults(scop, *kernels[k].front(), par));
+    bool reduction = false;
+    for (const ScopStatement *st : kernels[k]) reduction |= st->dims.size() > par;
+    KernelSizes sz = affineSizes(extentsAtDefaults(scop, *kernels[k].front(), par), reduction);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;

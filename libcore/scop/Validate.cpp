@@ -386,7 +386,7 @@ private:
           kernels.push_back(std::stoi(digits));
           bandMembers.push_back(firstBandMembers(node));
         }
-      } else if (name == "reduction" || isMappingMark(name)) {
+      } else if (name == "reduction" || name == "registers" || isMappingMark(name)) {
         if (depth == 0) error = "mark " + quoted(name) + " outside any kernel";
       } else {
         error = "unknown mark " + quoted(name);
