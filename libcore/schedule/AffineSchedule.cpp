@@ -96,13 +96,17 @@ isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts) {
 constexpr long long kSMs = 132; // H100 SXM
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
-/// Without reduced dims: 32 threads along the innermost dim (fewer for a shorter one), up to 256
-/// in all with the next dim, one point per thread. With reduced dims (GEMM, conv, contractions):
-/// 16 x 16 threads, each owning a register tile of up to 4 points along x, y and each outer dim
-/// (the reduction loop runs outside it, so each operand loaded serves the tile's other points),
+/// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
+/// next dim, one point per thread. Stencil (no reduced dims): the same, with 4 consecutive points
+/// of the outer dim a thread. Registers (reduced dims: GEMM, contractions): 16 x 16 threads, each
+/// owning a register tile of up to 4 points along x, y and each outer dim (the reduction loop
+/// runs outside it, so each operand loaded serves the tile's other points), at most 16 points,
 /// shrunk while the grid would have fewer than two blocks per SM. Outer dims fold into the grid's
 /// z, their tiles doubled while z would exceed 65535 blocks.
-KernelSizes affineSizes(const std::vector<long long> &extent, bool reduction) {
+enum class Shape { Plain, Stencil, Registers };
+
+KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
+  bool reduction = shape == Shape::Registers;
   KernelSizes s;
   size_t n = extent.size();
   s.tile.assign(n, 1);
@@ -146,7 +150,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, bool reduction) {
       s.tile[best] /= 2;
     }
   }
-  if (!reduction && n > 2) {
+  if (shape == Shape::Stencil && n > 2) {
     // A stencil's outer dim: 4 consecutive points a thread (unrolled: the loads of the planes
     // between them are shared).
     s.tile[n - 3] = std::min<long long>(4, pow2Ceil(extent[n - 3]));
@@ -215,9 +219,19 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
       continue;
     }
-    bool reduction = false;
-    for (const ScopStatement *st : kernels[k]) reduction |= st->dims.size() > par;
-    KernelSizes sz = affineSizes(extentsAtDefaults(scop, *kernels[k].front(), par), reduction);
+    bool reduction = false, padded = false;
+    for (const ScopStatement *st : kernels[k]) {
+      reduction |= st->dims.size() > par;
+      for (const auto &r : st->reads) {
+        const TensorDecl *t = scop.tensor(isl::map(ctx, r).range_tuple_id().name());
+        padded |= t && t->padding.has_value();
+      }
+    }
+    // Register tiles for reductions, except over padded reads (convolutions): there the guarded
+    // loads of a tile's points share little, and the tiles measured slower on the H100 (conv Y2
+    // 433 -> 859 us, D2 50 -> 76 us; bench/results/2026-11-24-h100-affine-tiles-gpu-check.txt).
+    Shape shape = !reduction ? Shape::Stencil : padded ? Shape::Plain : Shape::Registers;
+    KernelSizes sz = affineSizes(extentsAtDefaults(scop, *kernels[k].front(), par), shape);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;
