@@ -31,6 +31,9 @@ std::string islAffine(const Affine &f) {
 
 /// A reduction whose reads reuse each other's elements across different output indices (GEMM's
 /// A(i, k) misses j and B(k, j) misses i): the Panamera forms read one of them once per output.
+/// Also a broadcast read in a reduction of more than two parallel dims (a contraction such as
+/// C(e, c, a, d) +=! A(d, c, b) * B(d, b, a, c, e), drawn by test/affine/random.py): the Panamera
+/// scheduler's ILP ran out of its operation budget on it.
 bool outerProduct(const ProgramStatement &ps) {
   if (ps.stmt.assignOp == "=") return false;
   std::set<std::set<std::string>> missing;
@@ -42,7 +45,7 @@ bool outerProduct(const ProgramStatement &ps) {
       for (const auto &[name, c] : s.terms) miss.erase(name);
     if (!miss.empty()) missing.insert(miss);
   }
-  return missing.size() >= 2;
+  return missing.size() >= 2 || (!missing.empty() && ps.stmt.lhs.indices.size() > 2);
 }
 
 class AffineBuilder {
