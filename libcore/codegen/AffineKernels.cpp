@@ -302,10 +302,13 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
     o += "\n  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
          ", stream)) != cudaSuccess) return err;\n";
   }
+  IterateCode steps = iterateCode(s, true);
+  o += steps.begin;
   for (const auto &kc : s.kernels) {
     o += "  " + kc.name + "<<<" + launchDims(kc) + ", 0, stream>>>(" + args(s) + ");\n";
     o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
   }
+  o += steps.end;
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name))
       o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
@@ -322,6 +325,8 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
   AffineMapping mapped = applyAffineMapping(unrollRegisters(bound), s);
+  IterateCode steps = iterateCode(s, false);
+  o += steps.begin;
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
@@ -336,6 +341,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
     o += kernelBody(s, mapped, kc, k, regs, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s);
   }
+  o += steps.end;
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name)) o += "  free(" + t.name + ");\n";
   return o + "}\n";

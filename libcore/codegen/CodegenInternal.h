@@ -68,6 +68,16 @@ std::string paddedLoad(const TensorDecl &t, const Access &a, const std::string &
 /// The `where` clause of `st` as a C condition (empty where there is none).
 std::string whereCondition(const Statement &st, bool parenthesize);
 
+/// The step loop of an iterated program (Program.h, Iterate), around host code that uses the
+/// tensors by name: `begin` opens it (a scratch buffer per swapped output, each output and its
+/// scratch a copy of the input, then per step the output or the scratch, alternating so the last
+/// step writes the output, and the input or the previous step's result, shadowing the names),
+/// `end` closes it. Both empty for a program that does not iterate.
+struct IterateCode {
+  std::string begin, end;
+};
+IterateCode iterateCode(const Scop &s, bool cuda);
+
 /// Functions of the harness: which program statements make the reference.
 std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p);
 

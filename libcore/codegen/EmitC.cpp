@@ -31,6 +31,44 @@ std::string allocate(const std::string &name, const std::string &type, const std
 
 } // namespace
 
+IterateCode iterateCode(const Scop &s, bool cuda) {
+  IterateCode c;
+  if (!s.iterate.active()) return c;
+  std::string steps = s.iterate.steps.str();
+  c.begin = "  { /* iterate: " + steps + " steps */\n";
+  for (const auto &[out, in] : s.iterate.swaps) {
+    const TensorDecl &t = *s.tensor(out);
+    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
+    std::string bytes = "sizeof(" + T + ") * " + elementsExpr(t);
+    std::string scratch = "polyk_scratch_" + out;
+    if (cuda) {
+      c.begin += "  " + T + " *" + scratch + " = nullptr;\n  if ((err = cudaMallocAsync((void **)&" + scratch + ", " + bytes +
+                 ", stream)) != cudaSuccess) return err;\n";
+      for (const std::string &to : {out, scratch})
+        c.begin += "  if ((err = cudaMemcpyAsync(" + to + ", " + in + ", " + bytes + ", cudaMemcpyDeviceToDevice, stream)) != cudaSuccess) return err;\n";
+      c.end = "  if ((err = cudaFreeAsync(" + scratch + ", stream)) != cudaSuccess) return err;\n" + c.end;
+    } else {
+      c.begin += "  " + T + " *" + scratch + " = (" + T + " *)malloc(" + bytes + ");\n";
+      c.begin += "  memcpy(" + out + ", " + in + ", " + bytes + ");\n  memcpy(" + scratch + ", " + in + ", " + bytes + ");\n";
+      c.end = "  free(" + scratch + ");\n" + c.end;
+    }
+    c.begin += "  const " + T + " *polyk_in_" + in + " = " + in + ";\n  " + T + " *const polyk_final_" + out + " = " + out + ";\n";
+  }
+  c.begin += "  for (polyk_idx polyk_step = 0; polyk_step < " + steps + "; ++polyk_step) {\n";
+  std::string after;
+  for (const auto &[out, in] : s.iterate.swaps) {
+    const TensorDecl &t = *s.tensor(out);
+    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
+    c.begin += "  " + T + " *const polyk_out_" + out + " = (" + steps + " - 1 - polyk_step) % 2 == 0 ? polyk_final_" + out +
+               " : polyk_scratch_" + out + ";\n";
+    c.begin += "  const " + T + " *const " + in + " = polyk_in_" + in + ";\n  " + T + " *const " + out + " = polyk_out_" + out + ";\n";
+    c.begin += "  (void)" + in + "; (void)" + out + ";\n";
+    after += "  polyk_in_" + in + " = polyk_out_" + out + ";\n";
+  }
+  c.end = after + "  }\n" + c.end + "  }\n";
+  return c;
+}
+
 std::string affineC(const Affine &f, bool parenthesize) {
   std::string s;
   for (const auto &[name, c] : f.terms) {
@@ -110,6 +148,8 @@ std::string emitReference(const Scop &s) {
   o += "void " + hostSignature(s, "polyk_" + s.name + "_ref", false) + ") {\n";
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary) o += allocate(t.name, cStorageType(t.type), elementsExpr(t));
+  IterateCode steps = iterateCode(s, false);
+  o += steps.begin;
   for (const auto &ps : stmts) {
     const TensorDecl &out = *s.tensor(ps.stmt.lhs.tensor);
     o += "  /* " + ps.text + " */\n  {\n";
@@ -142,6 +182,7 @@ std::string emitReference(const Scop &s) {
     }
     o += "  }\n";
   }
+  o += steps.end;
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary) o += "  free(" + t.name + ");\n";
   return o + "}\n";
@@ -242,7 +283,8 @@ std::string emitScheduleC(const Scop &s) {
   };
   isl::schedule sched = readIslSchedule(s.schedule);
   isl::ast_build build(islCtx());
-  o += printer.print(build.node_from(sched), 1);
+  IterateCode steps = iterateCode(s, false);
+  o += steps.begin + printer.print(build.node_from(sched), 1) + steps.end;
   o += undefMacros(s);
   for (const auto &st : s.statements)
     if (st.kind == StmtKind::Reduce) o += "  free(acc_" + st.name + ");\n";
@@ -254,6 +296,7 @@ std::string emitScheduleC(const Scop &s) {
 std::string cPrologue(const Scop &s, Dialect d) {
   std::string o;
   o += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n";
+  if (s.iterate.active()) o += "#include <string.h>\n"; // the step loop's copies
   o += "#include \"polyk/host.h\"\n";
   if (d == Dialect::C) o += indexHelpers(Dialect::C, needsWideIndices(s));
   return o;

@@ -65,6 +65,7 @@ public:
     s.params = p_.params;
     s.tensors = p_.tensors;
     for (size_t k = 0; k < p_.statements.size(); ++k) add(s, p_.statements[k], "S" + std::to_string(k));
+    s.iterate = p_.iterate;
     s.provenance = p_.provenance;
     s.provenance.push_back(currentStage("polyk-flatten"));
     return s;
@@ -209,7 +210,8 @@ bool needsAffinePath(const Program &p) {
   }
   for (const auto &t : p.tensors)
     if (t.padding) return true;
-  return false;
+  return p.iterate.active(); // the step loop is the affine path's
+
 }
 
 Scop flattenAffine(const Program &p) { return AffineBuilder(p).run(); }

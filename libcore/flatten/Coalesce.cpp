@@ -466,6 +466,7 @@ Scop flattenChecked(const Program &program) {
     if (r.as != r.tensor) builder.transposedInputs.insert(r.as);
   Scop s = builder.run();
   s.relayouts = relayouts;
+  s.iterate = program.iterate;
   return s;
 }
 

@@ -134,6 +134,54 @@ void writeTensors(YAML::Emitter &out, const std::vector<TensorDecl> &tensors) {
   out << YAML::EndMap;
 }
 
+Iterate readIterate(const YamlDoc &doc, const std::vector<std::pair<std::string, long long>> &params,
+                    const std::vector<TensorDecl> &tensors) {
+  Iterate it;
+  YAML::Node n = doc.root["iterate"];
+  if (!n) return it;
+  it.loc = doc.loc(n);
+  if (!n.IsMap()) fail(it.loc, "'iterate' must be a mapping with 'steps' and 'swap'");
+  YAML::Node steps = doc.field(n, "steps");
+  std::string s = doc.str(steps);
+  if (isIdentifier(s)) {
+    bool found = false;
+    for (const auto &[name, v] : params)
+      if (name == s) it.steps = {s, v}, found = true;
+    if (!found) fail(doc.valueLoc(steps), "unknown parameter '" + s + "' in 'steps' (declare it under 'params')");
+  } else {
+    it.steps.value = doc.integer(steps);
+    if (it.steps.value < 1 || it.steps.value > (1LL << 31)) fail(doc.valueLoc(steps), "'steps' must be between 1 and 2^31");
+  }
+  YAML::Node swap = doc.field(n, "swap");
+  if (!swap.IsMap() || swap.size() == 0) fail(doc.loc(swap), "'swap' must map each output to the input it feeds, e.g. {Tn: T}");
+  auto find = [&](const std::string &name, const YAML::Node &at) -> const TensorDecl & {
+    for (const auto &t : tensors)
+      if (t.name == name) return t;
+    fail(doc.valueLoc(at), "unknown tensor '" + name + "' in 'swap'");
+  };
+  for (const auto &kv : swap) {
+    const TensorDecl &out = find(doc.str(kv.first), kv.first), &in = find(doc.str(kv.second), kv.second);
+    if (out.role != Role::Output) fail(doc.valueLoc(kv.first), "'swap' maps an output to an input; '" + out.name + "' is not an output");
+    if (in.role != Role::Input) fail(doc.valueLoc(kv.second), "'swap' maps an output to an input; '" + in.name + "' is not an input");
+    bool same = out.type == in.type && out.shape.size() == in.shape.size();
+    for (size_t d = 0; same && d < out.shape.size(); ++d) same = out.shape[d].str() == in.shape[d].str();
+    if (!same) fail(doc.valueLoc(kv.second), "'" + out.name + "' and '" + in.name + "' must have the same type and shape to be swapped");
+    for (const auto &[o, i] : it.swaps)
+      if (o == out.name || i == in.name) fail(doc.valueLoc(kv.first), "a tensor swapped twice");
+    it.swaps.emplace_back(out.name, in.name);
+  }
+  return it;
+}
+
+void writeIterate(YAML::Emitter &out, const Iterate &it) {
+  if (!it.active()) return;
+  out << YAML::Key << "iterate" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "steps" << YAML::Value << it.steps.str();
+  out << YAML::Key << "swap" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto &[o, i] : it.swaps) out << YAML::Key << o << YAML::Value << i;
+  out << YAML::EndMap << YAML::EndMap;
+}
+
 namespace {
 
 /// isl text of an affine expression, with names renamed through `isl` (index and parameter names
@@ -316,6 +364,7 @@ Program readProgram(const std::string &text, const std::string &file) {
   }
   for (const auto &t : p.tensors)
     if (t.role == Role::Output && !written.count(t.name)) fail(t.loc, "output tensor '" + t.name + "' is never written");
+  p.iterate = readIterate(doc, p.params, p.tensors);
   p.provenance = readProvenance(doc);
   return p;
 }
@@ -330,6 +379,7 @@ std::string writeProgram(const Program &p) {
   out << YAML::Key << "statements" << YAML::Value << YAML::BeginSeq;
   for (const auto &s : p.statements) emitQuoted(out, s.text);
   out << YAML::EndSeq;
+  writeIterate(out, p.iterate);
   if (!p.provenance.empty()) writeProvenance(out, p.provenance);
   out << YAML::EndMap;
   return finish(out);

@@ -220,6 +220,7 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
     s.at.launcher = doc.valueLoc(doc.root["launcher"]);
     if (doc.root["source"]) s.source = doc.str(doc.root["source"]);
   }
+  s.iterate = readIterate(doc, s.params, s.tensors);
   s.provenance = readProvenance(doc);
   reportedAt({file, 1, 1}, "the reader", [&] { validate(s, level); });
   return s;
@@ -308,6 +309,7 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
     out << YAML::Key << "schedule" << YAML::Value;
     emitLiteral(out, s.schedule);
   }
+  writeIterate(out, s.iterate);
   writeProvenance(out, s.provenance);
   out << YAML::EndMap;
   return finish(out);

@@ -59,11 +59,27 @@ struct ProgramStatement {
   std::vector<bool> reduced;   // per iterator: not on the left of a reduction
 };
 
+/// `iterate: {steps: 1500, swap: {Tn: T}}`: the statements run `steps` times; each step reads, as
+/// each swapped input, what the previous step wrote into its output (Hotspot's buffers swapped).
+/// Before the first step each swapped output holds a copy of its input, so elements a step does
+/// not write (a `where` clause's boundary) keep the input's values.
+struct Iterate {
+  Extent steps;                                            // a number or a parameter
+  std::vector<std::pair<std::string, std::string>> swaps; // output -> the input it feeds
+  SourceLoc loc;
+  bool active() const { return !swaps.empty(); }
+};
+/// Reads and checks an `iterate:` section (absent: inactive).
+Iterate readIterate(const YamlDoc &doc, const std::vector<std::pair<std::string, long long>> &params,
+                    const std::vector<TensorDecl> &tensors);
+void writeIterate(YAML::Emitter &out, const Iterate &it);
+
 struct Program {
   std::string name;
   std::vector<std::pair<std::string, long long>> params;
   std::vector<TensorDecl> tensors;
   std::vector<ProgramStatement> statements;
+  Iterate iterate;
   Provenance provenance;
 
   const TensorDecl *tensor(const std::string &n) const;

@@ -75,6 +75,7 @@ struct Scop {
   std::vector<TensorDecl> tensors;
   std::vector<ScopStatement> statements;
   std::vector<Relayout> relayouts;
+  Iterate iterate; // the program's, unchanged by every stage
   // schedule/1
   std::string schedule;       // isl schedule tree (block YAML text)
   std::string sizes;          // isl union map: kernel[k] -> tile[..]; kernel[k] -> block[..]
