@@ -16,17 +16,6 @@ namespace polyk {
 
 namespace {
 
-isl::schedule_node findKernel(const isl::schedule &s, int k) {
-  isl::schedule_node found;
-  std::string name = "kernel_" + std::to_string(k);
-  s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
-    if (!found.is_null()) return false;
-    if (n.isa<isl::schedule_node_mark>() && markName(n) == name) found = n;
-    return found.is_null();
-  });
-  return found;
-}
-
 std::vector<std::string> axesOf(unsigned n) {
   std::vector<std::string> a(n, "z");
   if (n >= 1) a[n - 1] = "x";
@@ -126,21 +115,16 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(in.schedule);
   std::map<int, KernelSizes> sizes = boundSizes(in, options);
-  auto sizeError = [&](const std::string &message) {
-    if (options.sizes.empty()) fail(in.at.sizes, message);
-    throw UsageError(message);
-  };
+  auto sizeError = [&](const std::string &message) { polyk::sizeError(in, options, message); };
   Scop out = in;
   out.kind = "bound";
   out.kernels.clear();
   for (int k = 0;; ++k) {
-    isl::schedule_node mark = findKernel(sched, k);
+    isl::schedule_node mark = findMark(sched, "kernel_" + std::to_string(k));
     if (mark.is_null()) break;
     KernelConfig kc;
     kc.name = in.name + "_k" + std::to_string(k);
-    isl::union_set dom = nodeDomain(mark);
-    for (const auto &st : in.statements)
-      if (!dom.intersect(isl::union_set(isl::set(ctx, st.domain))).is_empty()) kc.statements.push_back(st.name);
+    kc.statements = statementsIn(in, nodeDomain(mark));
     isl::schedule_node node = mark.child(0);
     if (!node.isa<isl::schedule_node_band>()) {
       out.kernels.push_back(kc); // no parallel dim: one thread

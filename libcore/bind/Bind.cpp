@@ -26,6 +26,8 @@ std::string joinAxes(const std::vector<std::string> &v) {
 }
 
 /// Finds the node of the mark named `name`.
+} // namespace
+
 isl::schedule_node findMark(const isl::schedule &s, const std::string &name) {
   isl::schedule_node found;
   s.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
@@ -45,6 +47,13 @@ std::vector<std::string> statementsIn(const Scop &scop, const isl::union_set &do
     if (!dom.intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty()) v.push_back(st.name);
   return v;
 }
+
+void sizeError(const Scop &in, const BindOptions &options, const std::string &message) {
+  if (options.sizes.empty()) fail(in.at.sizes, message);
+  throw UsageError(message);
+}
+
+namespace {
 
 /// A temporary stays in a register when each reader reads, at its own iteration, exactly the
 /// element its writer wrote at the same iteration of the same kernel (a fused producer).
@@ -89,11 +98,7 @@ Scop bindChecked(const Scop &in, const BindOptions &options) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(in.schedule);
   std::map<int, KernelSizes> sizes = boundSizes(in, options);
-  // Sizes that do not fit a kernel came from the file, or from --sizes where it was given.
-  auto sizeError = [&](const std::string &message) {
-    if (options.sizes.empty()) fail(in.at.sizes, message);
-    throw UsageError(message);
-  };
+  auto sizeError = [&](const std::string &message) { polyk::sizeError(in, options, message); };
 
   Scop out = in;
   out.kind = "bound";

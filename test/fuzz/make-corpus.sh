@@ -20,6 +20,6 @@ for program in examples/*.yaml examples/*/*.yaml; do
   "$bin/polyk-bind" "$corpus/schedule/$name" -o "$corpus/bound/$name"
   "$bin/polyk-emit" "$corpus/bound/$name" -o "$tmp/out.cu" --kernel-info "$corpus/kernel/$name"
 done
-# Affine programs, which the reader checks but polyk-flatten does not compile yet.
+# The lit stencil too (affine subscripts and a `where` clause on a symbolic extent).
 cp test/lit/Inputs/stencil-5pt.yaml "$corpus/program/affine_stencil-5pt.yaml"
 echo "$(find "$corpus" -type f | wc -l) files, $(du -sh "$corpus" | cut -f1) in $corpus"

@@ -22,6 +22,13 @@ Scop bind(const Scop &scheduled, const BindOptions &options);
 /// The schedule file's sizes with the block sizes of `--sizes` applied (tile sizes there are a
 /// UsageError: polyk-schedule chooses them).
 std::map<int, KernelSizes> boundSizes(const Scop &scheduled, const BindOptions &options);
+/// Sizes that do not fit a kernel came from the file (an InputError at its sizes) or from
+/// `--sizes` where it was given (a UsageError).
+[[noreturn]] void sizeError(const Scop &scheduled, const BindOptions &options, const std::string &message);
+/// The `kernel_k` mark of a bound or scheduled tree (null where there is none), and the
+/// statements with instances under a node.
+isl::schedule_node findMark(const isl::schedule &s, const std::string &name);
+std::vector<std::string> statementsIn(const Scop &scop, const isl::union_set &dom);
 /// The affine path (AffineBind.cpp): x, y and z, outer members folded into z.
 Scop bindAffine(const Scop &scheduled, const BindOptions &options);
 /// The ids of one affine kernel: b_x, b_y, t_x, t_y and one b_z<i> / t_z<i> per band member
