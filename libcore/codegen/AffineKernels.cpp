@@ -215,14 +215,19 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
 }
 
 /// The body of one kernel (one thread's code): its registers, then the AST.
-std::string kernelBody(const Scop &s, const AffineMapping &mapping, const KernelConfig &kc, int k, const RegisterTile &regs,
+/// `mapping`: the mapped tree with a thread's points as loops; `unrolledMapping`: with them
+/// unrolled, for the blocks of whole tiles (no guards, constant register indices). Partial
+/// blocks keep the loops: unrolled with guards, isl took seconds on a 6-dim contraction.
+std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
+                       int k, const RegisterTile &regs,
                        const isl::schedule &bound, Dialect d, bool unrolled) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
   isl::union_set dom = isl::union_set::empty(islCtx());
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
-  isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
+  isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.copy()));
+  isl::schedule restrictedUnrolled = isl::manage(isl_schedule_intersect_domain(unrolledMapping.schedule.copy(), dom.release()));
   isl::ast_build build = isl::ast_build::from_context(affineMappingContext(kc, ids));
   AstPrinter printer;
   printer.user = [](const std::string &stmt, const std::vector<std::string> &a) {
@@ -248,7 +253,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Kernel
   if (!full.is_null() && !full.is_empty()) {
     isl::set context = affineMappingContext(kc, ids).intersect(full);
     isl::ast_build fullBuild = isl::ast_build::from_context(context);
-    std::string whole = printer.print(fullBuild.node_from(restricted), 2);
+    std::string whole = printer.print(fullBuild.node_from(restrictedUnrolled), 2);
     if (whole != general) {
       isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.copy(), full.copy()));
       return o + "  if (" + islExprToC(cond.get()) + ") {\n" + whole + "  } else {\n" + general + "  }\n";
@@ -277,7 +282,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
-  AffineMapping mapped = applyAffineMapping(unrollRegisters(bound), s);
+  AffineMapping mapped = applyAffineMapping(bound, s), unrolled = applyAffineMapping(unrollRegisters(bound), s);
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
@@ -285,7 +290,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
     o += macros(s, kc, Dialect::Cuda, regs);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
          params(s, true) + ") {\n";
-    o += kernelBody(s, mapped, kc, k, regs, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -324,7 +329,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
-  AffineMapping mapped = applyAffineMapping(unrollRegisters(bound), s);
+  AffineMapping mapped = applyAffineMapping(bound, s), unrolled = applyAffineMapping(unrollRegisters(bound), s);
   IterateCode steps = iterateCode(s, false);
   o += steps.begin;
   for (const auto &kc : s.kernels) {
@@ -339,7 +344,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, kc, k, regs, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s);
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s);
   }
   o += steps.end;
   for (const auto &t : s.tensors)

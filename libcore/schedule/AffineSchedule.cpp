@@ -99,7 +99,7 @@ constexpr long long kSMs = 132; // H100 SXM
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
 /// next dim, one point per thread. Stencil (no reduced dims): the same, with 4 consecutive points
 /// of the outer dim a thread. Registers (reduced dims: GEMM, contractions): 16 x 16 threads, each
-/// owning a register tile of up to 4 points along x, y and each outer dim (the reduction loop
+/// owning a register tile of up to 4 points along x and y (the reduction loop
 /// runs outside it, so each operand loaded serves the tile's other points), at most 16 points,
 /// shrunk while the grid would have fewer than two blocks per SM. Outer dims fold into the grid's
 /// z, their tiles doubled while z would exceed 65535 blocks.
@@ -127,7 +127,9 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
       for (size_t m = 0; m < n; ++m) b *= (extent[m] + s.tile[m] - 1) / s.tile[m];
       return b;
     };
-    for (size_t m = 0; m < n; ++m)
+    // Register tiles along x and y only: along the outer (z) members too, isl took seconds to
+    // build the kernels of a 6-dim contraction (abcdef-gdab-efgc: 1.2 s, 10 s under ASan).
+    for (size_t m = n >= 2 ? n - 2 : 0; m < n; ++m)
       for (long long r = 4; r > 1; r /= 2)
         if (s.block[m] * r <= pow2Ceil(extent[m])) {
           s.tile[m] = s.block[m] * r;
@@ -161,7 +163,14 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
       for (size_t m = 0; m + 2 < n; ++m) z *= (extent[m] + s.tile[m] - 1) / s.tile[m];
       return z;
     };
-    while (zBlocks() > 65535 && s.tile[n - 3] < extent[n - 3]) s.tile[n - 3] *= 2;
+    // (With threads along that member while a block has room: points of their own per thread
+    // along z cost isl seconds in 6-dim contractions.)
+    while (zBlocks() > 65535 && s.tile[n - 3] < extent[n - 3]) {
+      long long threads = 1;
+      for (long long b : s.block) threads *= b;
+      if (s.tile[n - 3] == s.block[n - 3] && threads * 2 <= 1024) s.block[n - 3] *= 2;
+      s.tile[n - 3] *= 2;
+    }
   }
   return s;
 }
