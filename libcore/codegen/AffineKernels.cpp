@@ -255,7 +255,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     isl::ast_build fullBuild = isl::ast_build::from_context(context);
     std::string whole = printer.print(fullBuild.node_from(restrictedUnrolled), 2);
     if (whole != general) {
-      isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.copy(), full.copy()));
+      isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.get(), full.copy()) /* the build is kept */);
       return o + "  if (" + islExprToC(cond.get()) + ") {\n" + whole + "  } else {\n" + general + "  }\n";
     }
   }
