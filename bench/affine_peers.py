@@ -6,7 +6,7 @@ with polyk's times from bench/gpu-check.sh's table and writes a CSV and a table 
 ratio best-peer / polyk and its fraction of the relevant ceiling (copy bandwidth for stencils and
 GEMV, the card's f32 FMA peak for the rest), both measured in the same run.
 
-  python3 bench/affine_peers.py GPU_CHECK_TABLE OUT.csv [--no-compile]
+  python3 bench/affine_peers.py GPU_CHECK_TABLE OUT.csv [--no-compile] [--only=PREFIX,...]
 """
 import csv
 import re
@@ -139,6 +139,7 @@ def ceilings():
 def main():
     table, out_csv = sys.argv[1], sys.argv[2]
     use_compile = "--no-compile" not in sys.argv
+    only = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")]
     polyk = {}
     for line in open(table):
         m = re.match(r"(\S+)\s+(PASS|FAIL)\S*\s+(\S+)\s+(\S+)", line)
@@ -148,6 +149,8 @@ def main():
     print(f"ceilings: copy {bw / 1e6:.2f} TB/s, f32 (cuBLAS sgemm 8192^3, TF32 off) {fma / 1e6:.1f} TFLOP/s")
     rows = []
     for name, (make, peer) in CASES.items():
+        if only and not any(name.startswith(p) for p in only[0]):
+            continue
         fn, args, flops, nbytes = make()
         eager = do_bench(lambda: fn(*args), return_mode="median") * 1000
         comp = float("nan")

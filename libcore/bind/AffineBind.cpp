@@ -8,6 +8,7 @@
 #include "polyk/Bind.h"
 
 #include "polyk/Isl.h"
+#include "polyk/Promotion.h"
 #include "polyk/Schedule.h"
 
 #include <sstream>
@@ -109,6 +110,57 @@ isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &th
   return seq.parent().parent().parent(); // thread band, threads mark, tile band
 }
 
+/// registerTiles with the update's operands staged in shared memory: the thread band goes above
+/// the init and the store as there, and in the update below the band of the reduced tiles, under
+/// a `shared` mark (there the block copies each tile's operands, all its threads together, before
+/// they split). Returns the tile band.
+isl::schedule_node stagedRegisterTiles(isl::schedule_node micro, const std::string &threadsMark) {
+  isl::ctx ctx = islCtx();
+  isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::schedule_node thread = micro.child(0);
+  isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::schedule_node seq = deleteNode(deleteNode(thread).parent()); // now at the sequence
+  int seqDepth = seq.tree_depth();
+  for (int c = 0; c < (int)seq.n_children(); ++c) {
+    isl::union_set filter = seq.child(c).as<isl::schedule_node_filter>().get_filter();
+    isl::schedule_node at = seq.child(c).child(0);
+    bool update = at.isa<isl::schedule_node_band>();
+    if (update) at = at.child(0);
+    isl::schedule_node_band band = at.insert_partial_schedule(ids.intersect_domain(filter)).as<isl::schedule_node_band>();
+    for (unsigned m = 0; m < band.n_member(); ++m) band = band.member_set_coincident((int)m, 1).as<isl::schedule_node_band>();
+    at = band.set_permutable(1).insert_mark(isl::id(ctx, threadsMark));
+    if (update) at = at.insert_mark(isl::id(ctx, "shared"));
+    while (at.n_children() > 0) at = at.child(0);
+    at = at.insert_partial_schedule(points.intersect_domain(filter)).insert_mark(isl::id(ctx, "registers"));
+    seq = at.ancestor(at.tree_depth() - seqDepth);
+  }
+  return seq.parent();
+}
+
+/// The band of the reduced tiles below a kernel's point band (the update's first band, in the
+/// sequence init, update, store), and the update's statements; null where there is none.
+isl::schedule_node reducedTiles(const isl::schedule_node &point) {
+  isl::schedule_node seq = point.child(0);
+  if (!seq.isa<isl::schedule_node_sequence>()) return {};
+  for (int c = 0; c < (int)seq.n_children(); ++c)
+    if (seq.child(c).child(0).isa<isl::schedule_node_band>()) return seq.child(c).child(0);
+  return {};
+}
+
+/// Each statement instance of `dom` -> its first `n` dims (its point of the parallel band).
+isl::union_map parallelPoints(const isl::union_set &dom, unsigned n) {
+  isl::union_map out = isl::union_map::empty(islCtx());
+  isl::set_list sets = dom.get_set_list();
+  for (int i = 0; i < (int)sets.size(); ++i) {
+    isl::set s = sets.at(i);
+    unsigned dims = s.tuple_dim();
+    isl::map id = isl::manage(isl_map_identity(isl_space_map_from_set(s.get_space().release()))).intersect_domain(s);
+    id = isl::manage(isl_map_project_out(id.release(), isl_dim_out, n, dims - n));
+    out = out.unite(isl::union_map(isl::manage(isl_map_reset_tuple_id(id.release(), isl_dim_out))));
+  }
+  return out;
+}
+
 } // namespace
 
 Scop bindAffine(const Scop &in, const BindOptions &options) {
@@ -179,8 +231,20 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       whole = whole && sz.tile[m] % sz.block[m] == 0;
       micro = micro || sz.tile[m] > sz.block[m];
     }
+    // Staging: the tensors the update reads in one tile of its reduced loops, where several
+    // threads read each element and the boxes fit.
+    isl::schedule_node kTiles;
+    if (sequence && whole && micro && !sz.reduce.empty() && options.shared != "off") kTiles = reducedTiles(point);
+    if (!kTiles.is_null()) {
+      isl::union_set dom = nodeDomain(kTiles);
+      std::vector<SharedTile> tiles =
+          sharedTiles(in, statementsIn(in, dom), stagingPrefix(tileBand, kTiles), parallelPoints(dom, n), n, nullptr);
+      for (const auto &t : tiles) kc.shared.push_back(t.tensor);
+    }
     point = point.as<isl::schedule_node_band>().tile(bs);
-    if (sequence && whole && micro) {
+    if (!kc.shared.empty()) {
+      node = stagedRegisterTiles(point, "threads_" + join(axes, "_"));
+    } else if (sequence && whole && micro) {
       node = registerTiles(point, "threads_" + join(axes, "_"));
     } else {
       point = point.child(0).insert_mark(isl::id(ctx, "threads_" + join(axes, "_")));
@@ -257,6 +321,33 @@ std::string AffineKernelIds::prologue() const {
   return o;
 }
 
+namespace {
+
+/// Below each `shared` mark, before its threads, a statement `polyk_stage[]` that every thread of
+/// the block runs at each point of the bands above (an isl extension, as PPCG adds its copies and
+/// barriers). It prints nothing; the mark prints the copies and barriers. Without it, isl would
+/// hoist the threads' guard (a thread of a partial tile without points) out of the reduced tiles'
+/// loop, and such threads would skip the barriers.
+isl::schedule stageStatements(isl::schedule sched) {
+  while (true) {
+    isl::schedule_node mark;
+    sched.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+      if (!mark.is_null()) return false;
+      if (n.isa<isl::schedule_node_mark>() && markName(n) == "shared" && !n.child(0).isa<isl::schedule_node_extension>()) mark = n;
+      return mark.is_null();
+    });
+    if (mark.is_null()) return sched;
+    isl::schedule_node child = mark.child(0);
+    isl::union_set points = isl::manage(isl_schedule_node_get_prefix_schedule_union_map(child.get())).range();
+    isl::set stage(islCtx(), "{ polyk_stage[] }");
+    isl::union_map ext = isl::manage(isl_union_map_from_domain_and_range(points.release(), isl::union_set(stage).release()));
+    isl::schedule_node graft = isl::manage(isl_schedule_node_from_extension(ext.release()));
+    sched = isl::manage(isl_schedule_node_graft_before(child.release(), graft.release())).schedule();
+  }
+}
+
+} // namespace
+
 AffineMapping applyAffineMapping(const isl::schedule &bound, const Scop &s) {
   isl::ctx ctx = islCtx();
   AffineMapping out;
@@ -287,6 +378,10 @@ AffineMapping applyAffineMapping(const isl::schedule &bound, const Scop &s) {
     ids.members = n;
     Counts counts = countsOf(s, band);
     std::string p = blocks ? "b_" : "t_";
+    // A kernel may map several bands to its threads (a staged kernel's init, update and store):
+    // the ids are the same for all.
+    if (blocks) ids.blocksZ.clear();
+    else ids.threadsZ.clear();
     std::ostringstream os;
     os << idTuple(n) << " -> { [";
     for (unsigned i = 0; i < n; ++i) os << (i ? ", " : "") << "m" << i;
@@ -304,12 +399,19 @@ AffineMapping applyAffineMapping(const isl::schedule &bound, const Scop &s) {
     isl::union_set bandDomain = nodeDomain(band);
     isl::union_set filter = m.intersect_range(isl::union_set(isl::set(ctx, os.str()))).domain();
     isl::schedule_node node = deleteNode(mark);
+    // Threads below a `shared` mark: the filter stays where the band is, so the loops above it
+    // (the reduced tiles, whose copies and barriers every thread of the block runs) do not
+    // depend on the thread.
+    if (node.has_parent() && node.parent().isa<isl::schedule_node_mark>() && markName(node.parent()) == "shared") {
+      sched = node.insert_filter(filter).schedule();
+      continue;
+    }
     while (!(node.isa<isl::schedule_node_mark>() && markName(node).rfind("kernel_", 0) == 0)) node = node.parent();
     node = node.child(0);
     filter = filter.unite(nodeDomain(node).subtract(bandDomain));
     sched = node.insert_filter(filter).schedule();
   }
-  out.schedule = sched;
+  out.schedule = stageStatements(sched);
   return out;
 }
 

@@ -222,7 +222,8 @@ Scop bind(const Scop &in, const BindOptions &options) {
 std::map<int, KernelSizes> boundSizes(const Scop &in, const BindOptions &options) {
   std::map<int, KernelSizes> sizes = parseSizes(in.sizes, &in.at.sizes);
   for (const auto &[k, s] : parseSizes(options.sizes)) {
-    if (!s.tile.empty()) throw UsageError("--sizes: tile sizes are chosen by polyk-schedule; give only block[...] here");
+    if (!s.tile.empty() || !s.reduce.empty())
+      throw UsageError("--sizes: tile and reduce sizes are chosen by polyk-schedule; give only block[...] here");
     if (!sizes.count(k)) throw UsageError("--sizes: there is no kernel[" + std::to_string(k) + "] with sizes");
     sizes[k].block = s.block;
   }

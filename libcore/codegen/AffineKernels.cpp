@@ -6,8 +6,11 @@
 #include "EmitParts.h"
 
 #include "polyk/Bind.h"
+#include "polyk/Promotion.h"
 
 #include <cctype>
+#include <sstream>
+#include <isl/ast_build.h>
 #include <isl/schedule_node.h>
 
 namespace polyk::codegen {
@@ -67,6 +70,55 @@ isl::schedule unrollRegisters(const isl::schedule &s) {
     return node;
   };
   return isl::manage(isl_schedule_map_schedule_node_bottom_up(s.copy(), fn, nullptr));
+}
+
+/// The band of a reduction's reduced tiles (the first band of the update's filter in a kernel's
+/// sequence init, update, store, where the kernel has `reduce` sizes) with its whole tiles
+/// isolated in the AST (isl's `isolate` option): their loop over a tile's points has a constant
+/// trip count (unrolled), and the last, partial tile gets a loop of its own.
+isl::schedule isolateReducedTiles(const isl::schedule &sched, const Scop &scop) {
+  isl::ctx ctx = islCtx();
+  isl::schedule out = sched;
+  for (const auto &[k, sz] : parseSizes(scop.sizes, &scop.at.sizes)) {
+    if (sz.reduce.empty()) continue;
+    isl::schedule_node kernel = findMark(out, "kernel_" + std::to_string(k)), band;
+    if (kernel.is_null()) continue;
+    kernel.foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+      if (!band.is_null()) return false;
+      if (n.isa<isl::schedule_node_band>() && n.parent().isa<isl::schedule_node_filter>() &&
+          n.parent().parent().isa<isl::schedule_node_sequence>() && n.as<isl::schedule_node_band>().n_member() == sz.reduce.size())
+        band = n;
+      return band.is_null();
+    });
+    if (band.is_null()) continue;
+    std::vector<std::string> stmts = statementsIn(scop, nodeDomain(band));
+    if (stmts.size() != 1) continue;
+    isl::set dom(ctx, scop.statement(stmts[0])->domain);
+    unsigned r = sz.reduce.size(), par = dom.tuple_dim() - r;
+    // The reduced dims' values, and the tiles all of whose points are among them.
+    isl::set reduced = isl::manage(isl_set_reset_tuple_id(isl_set_project_out(dom.release(), isl_dim_set, 0, par)));
+    std::string kt, p, cons;
+    for (unsigned m = 0; m < r; ++m) {
+      std::string R = std::to_string(sz.reduce[m]);
+      kt += (m ? ", " : "") + std::string("t") + std::to_string(m);
+      p += (m ? ", " : "") + std::string("p") + std::to_string(m);
+      cons += std::string(m ? " and " : "") + R + "t" + std::to_string(m) + " <= p" + std::to_string(m) + " < " + R + "t" +
+              std::to_string(m) + " + " + R;
+    }
+    isl::map tiles(ctx, "{ [" + kt + "] -> [" + p + "] : " + cons + " }");
+    tiles = tiles.intersect_params(reduced.params());
+    isl::set full = tiles.domain().subtract(isl::manage(isl_map_subtract_range(tiles.copy(), reduced.copy())).domain());
+    // isolate[[outer band members] -> [the band's]]
+    unsigned outer = 0;
+    for (isl::schedule_node a = band.parent(); a.has_parent(); a = a.parent())
+      if (a.isa<isl::schedule_node_band>()) outer += a.as<isl::schedule_node_band>().n_member();
+    isl::set prefix = isl::manage(isl_set_universe(isl_space_set_alloc(ctx.get(), 0, outer)));
+    isl::map iso = isl::manage(isl_map_from_domain_and_range(prefix.release(), full.release()));
+    isl::set wrapped = isl::manage(isl_set_set_tuple_name(isl_map_wrap(iso.release()), "isolate"));
+    band = band.as<isl::schedule_node_band>().set_ast_build_options(isl::union_set(wrapped));
+    out = band.schedule();
+  }
+  return out;
 }
 
 /// A register tile's dims: per member of the kernel's band, the points a thread owns (tile /
@@ -140,7 +192,96 @@ std::string replaceWord(const std::string &text, const std::string &word, const 
   return o;
 }
 
-std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}) {
+/// A kernel's tiles staged in shared memory (Promotion.h), and the statements that read them.
+struct Staging {
+  std::vector<SharedTile> tiles;
+  std::vector<std::string> stmts;
+  isl::union_map prefix;
+  bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }
+  const SharedTile *tile(const std::string &tensor) const {
+    for (const auto &t : tiles)
+      if (t.tensor == tensor) return &t;
+    return nullptr;
+  }
+};
+
+std::string sharedName(const std::string &t) { return "polyk_sh_" + t; }
+std::string offsetName(const std::string &t, size_t d) { return "polyk_o_" + t + "_" + std::to_string(d); }
+
+/// The kernel's shared arrays (local arrays in the mapped C) and the variables holding each
+/// tile's first element, which the copy sets and the reads use.
+std::string stagingDecls(const Scop &s, const Staging &st, Dialect d) {
+  std::string o;
+  for (const auto &t : st.tiles) {
+    const TensorDecl &tensor = *s.tensor(t.tensor);
+    o += "  " + std::string(d == Dialect::Cuda ? "__shared__ " : "") + (d == Dialect::Cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type)) +
+         " " + sharedName(t.tensor) + "[" + std::to_string(t.elements()) + "];\n  polyk_idx ";
+    for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + offsetName(t.tensor, i);
+    o += ";\n";
+  }
+  return o;
+}
+
+/// Each staged tile copied into shared memory: the block's threads take its elements in turn
+/// (consecutive threads, consecutive elements of the innermost dim), those outside the tensor
+/// hold its padding or are skipped; in the mapped C, each thread copies the whole tile.
+/// `offsets`: the C setting the tiles' first elements at this point of the schedule.
+std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc, Dialect d, const std::string &offsets, int indent) {
+  std::string pad(2 * indent, ' ');
+  std::string o = pad + "{ /* staged in shared memory: ";
+  for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
+  o += " */\n" + offsets;
+  bool cuda = d == Dialect::Cuda;
+  std::string tid = cuda ? "(polyk_idx)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x)" : "0";
+  std::string threads = cuda ? std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) : "1";
+  for (const auto &t : st.tiles) {
+    const TensorDecl &tensor = *s.tensor(t.tensor);
+    long long box = 1;
+    for (long long n : t.size) box *= n;
+    size_t n = t.size.size();
+    o += pad + "  for (polyk_idx e = " + tid + "; e < " + std::to_string(box) + "; e += " + threads + ") {\n";
+    o += pad + "    polyk_idx rest = e;\n";
+    std::string cond, global, local;
+    for (size_t i = n; i-- > 0;) {
+      std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
+      if (i > 0) o += pad + "    const polyk_idx " + x + " = rest % " + std::to_string(t.size[i]) + ";\n" + pad + "    rest /= " + std::to_string(t.size[i]) + ";\n";
+      else o += pad + "    const polyk_idx " + x + " = rest;\n";
+      o += pad + "    const polyk_idx " + g + " = " + offsetName(t.tensor, i) + " + " + x + ";\n";
+    }
+    for (size_t i = 0; i < n; ++i) {
+      std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
+      cond += std::string(i ? " && " : "") + "0 <= " + g + " && " + g + " < " + tensor.shape[i].str();
+      global = i == 0 ? g : "(" + global + ") * " + tensor.shape[i].str() + " + " + g;
+      local += std::string(i ? " + " : "") + x + (t.stride[i] == 1 ? "" : " * " + std::to_string(t.stride[i]));
+    }
+    std::string target = sharedName(t.tensor) + "[" + local + "]", source = t.tensor + "[" + global + "]";
+    if (tensor.padding)
+      o += pad + "    " + target + " = " + cond + " ? " + source + " : " +
+           storeValue(d, tensor.type, "(" + std::string(computeCType(tensor.type)) + ")(" + *tensor.padding + ")") + ";\n";
+    else
+      o += pad + "    if (" + cond + ") " + target + " = " + source + ";\n";
+    o += pad + "  }\n";
+  }
+  o += pad + "}\n";
+  if (cuda) o += pad + "__syncthreads();\n";
+  return o;
+}
+
+/// Reads of a staged tensor by a statement below the staging point: its element of the copy.
+ReadOverride stagedReads(const Staging &st) {
+  return [&st](const ScopStatement &stmt, size_t k, const std::string &lvalue) -> std::string {
+    if (!st.reads(stmt.name)) return lvalue;
+    const SharedTile *t = st.tile(isl::map(islCtx(), stmt.reads[k]).range_tuple_id().name());
+    if (!t) return lvalue;
+    std::string index;
+    for (size_t d = 0; d < t->size.size(); ++d)
+      index += std::string(d ? " + " : "") + "(" + subscriptC(stmt.reads[k], d) + " - " + offsetName(t->tensor, d) + ")" +
+               (t->stride[d] == 1 ? "" : " * " + std::to_string(t->stride[d]));
+    return sharedName(t->tensor) + "[" + index + "]";
+  };
+}
+
+std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}, const Staging &staging = {}) {
   std::set<std::string> promoted = promotedIn(kc);
   std::string o;
   for (const auto &name : kc.statements) {
@@ -154,10 +295,18 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
           if (promoted.count(acc.name)) return acc.name + "_r = " + id + ";";
           return acc.name + "[" + linearIndex(st.write, acc) + "] = " + storeValue(d, acc.type, id) + ";";
         },
-        nullptr, name);
+        staging.reads(name) ? stagedReads(staging) : ReadOverride(), name,
+        staging.reads(name) ? std::set<std::string>(kc.shared.begin(), kc.shared.end()) : std::set<std::string>());
     // A thread's register tile: its accumulators are an array, indexed by the point's place.
     if (regs.any())
-      for (const auto &t : kc.promoted) m = replaceWord(m, t + "_r", t + "_r" + regs.index(domainDims(*s.statement(name))));
+    // (The index is the macro's last argument, `[1][0]`: isl prints it at each call, a constant
+    // where the tile's loops are unrolled. Spelled out in the macro as an expression of the
+    // iterators, nvcc did not always fold it, and kept the array in local memory.)
+    if (regs.any()) {
+      std::string before = m;
+      for (const auto &t : kc.promoted) m = replaceWord(m, t + "_r", t + "_r polyk_reg");
+      if (m != before) m = m.replace(m.find(") do {"), 6, ", polyk_reg) do {");
+    }
     o += m;
   }
   return o;
@@ -218,8 +367,90 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
 /// `mapping`: the mapped tree for partial blocks; `unrolledMapping`: with a thread's points
 /// unrolled, for the blocks of whole tiles (no guards, constant register indices). The CUDA
 /// kernels use the unrolled tree for both; the mapped C keeps the loops in partial blocks.
+/// The AST build's part in staging: at each `shared` mark, the C setting the staged tiles' first
+/// elements (affine in the prefix's values, which are the AST's outer iterators there). The mark's
+/// AST node is annotated `shared <i>`, i indexing `offsets`.
+struct StagingMarks {
+  const Staging *staging = nullptr;
+  isl::union_map prefix; // each instance below the mark -> its prefix (Promotion.h)
+  std::vector<std::string> offsets;
+  std::string error;
+  int indent = 0;
+
+  /// At each call of a statement with register accumulators (`regStmts`), the accumulator's
+  /// index in the thread's tile (RegisterTile::index as isl expressions of the AST's loops).
+  const RegisterTile *regs = nullptr;
+  std::map<std::string, isl::multi_aff> regIndex; // per statement: its domain -> the point's place
+
+  static isl_ast_node *atDomain(isl_ast_node *node, isl_ast_build *build, void *user) {
+    auto *self = static_cast<StagingMarks *>(user);
+    isl_ast_expr *call = isl_ast_node_user_get_expr(node);
+    isl_ast_expr *fn = isl_ast_expr_get_op_arg(call, 0);
+    isl_id *id = isl_ast_expr_get_id(fn);
+    std::string stmt = isl_id_get_name(id);
+    isl_id_free(id);
+    isl_ast_expr_free(fn);
+    isl_ast_expr_free(call);
+    auto it = self->regIndex.find(stmt);
+    if (it == self->regIndex.end()) return node;
+    isl::union_map sched = isl::manage(isl_ast_build_get_schedule(build));
+    isl::map inverse;
+    isl::map_list maps = sched.get_map_list();
+    for (int i = 0; i < (int)maps.size(); ++i)
+      if (maps.at(i).domain_tuple_id().name() == stmt) inverse = maps.at(i).reverse();
+    if (inverse.is_null() || !inverse.is_single_valued()) {
+      self->error = "no single instance of " + stmt + " at a call";
+      return node;
+    }
+    isl::multi_aff place = it->second;
+    isl_pw_multi_aff *at = isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_from_multi_aff(place.copy()),
+                                                                  isl_pw_multi_aff_from_map(inverse.copy()));
+    std::string text;
+    for (int d = 0; d < (int)isl_pw_multi_aff_dim(at, isl_dim_out); ++d) {
+      isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, isl_pw_multi_aff_get_pw_aff(at, d));
+      text += "[" + islExprToC(e) + "]";
+      isl_ast_expr_free(e);
+    }
+    isl_pw_multi_aff_free(at);
+    return isl_ast_node_set_annotation(node, isl_id_alloc(isl_ast_node_get_ctx(node), text.c_str(), nullptr));
+  }
+
+  static isl_ast_node *after(isl_ast_node *node, isl_ast_build *build, void *user) {
+    auto *self = static_cast<StagingMarks *>(user);
+    isl_id *id = isl_ast_node_mark_get_id(node);
+    bool shared = std::string(isl_id_get_name(id)) == "shared";
+    isl_id_free(id);
+    if (!shared) return node;
+    // The AST's outer schedule there -> the instances below -> their prefix -> the tile's first
+    // element: single-valued (one block, one reduced tile), an expression of the outer iterators.
+    std::string code;
+    isl_union_map *sched = isl_ast_build_get_schedule(build);
+    for (const auto &t : self->staging->tiles) {
+      isl::union_map first = isl::manage(isl_union_map_copy(sched)).reverse().apply_range(self->prefix).apply_range(
+          isl::union_map(isl::manage(isl_map_from_multi_aff(t.offset.copy()))));
+      isl::map_list maps = first.get_map_list();
+      if (maps.size() != 1 || !maps.at(0).is_single_valued()) {
+        self->error = "the first element of " + t.tensor + "'s tile is not a function of the AST's loops at the \"shared\" mark";
+        break;
+      }
+      isl::map only = maps.at(0);
+      isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(only.copy());
+      for (size_t d = 0; d < t.size.size(); ++d) {
+        isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, isl_pw_multi_aff_get_pw_aff(pma, (int)d));
+        code += "  " + offsetName(t.tensor, d) + " = " + islExprToC(e) + ";\n";
+        isl_ast_expr_free(e);
+      }
+      isl_pw_multi_aff_free(pma);
+    }
+    isl_union_map_free(sched);
+    std::string note = "shared " + std::to_string(self->offsets.size());
+    self->offsets.push_back(code);
+    return isl_ast_node_set_annotation(node, isl_id_alloc(isl_ast_node_get_ctx(node), note.c_str(), nullptr));
+  }
+};
+
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
-                       int k, const RegisterTile &regs,
+                       int k, const RegisterTile &regs, const Staging &staging,
                        const isl::schedule &bound, Dialect d, bool unrolled) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
@@ -228,9 +459,48 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.copy()));
   isl::schedule restrictedUnrolled = isl::manage(isl_schedule_intersect_domain(unrolledMapping.schedule.copy(), dom.release()));
-  isl::ast_build build = isl::ast_build::from_context(affineMappingContext(kc, ids));
+  StagingMarks marks;
+  marks.staging = &staging;
+  if (!staging.tiles.empty()) marks.prefix = staging.prefix;
+  if (regs.any())
+    for (const auto &name : kc.statements) {
+      // floor(d / B) - (T / B) floor(d / T) per member with several points: the point's place.
+      const ScopStatement &st = *s.statement(name);
+      bool accumulates = false; // (the statements whose macro takes the index: macros())
+      for (const auto &t : kc.promoted) {
+        accumulates |= outputOf(st) == t;
+        for (const auto &r : st.reads) accumulates |= isl::map(islCtx(), r).range_tuple_id().name() == t;
+      }
+      if (!accumulates) continue;
+      std::vector<std::string> dims = domainDims(st);
+      std::string text = "{ " + name + "[";
+      for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::string("d") + std::to_string(i);
+      text += "] -> [";
+      bool first = true;
+      for (size_t m = 0; m < regs.points.size(); ++m) {
+        if (regs.points[m] <= 1) continue;
+        text += std::string(first ? "" : ", ") + "floor(d" + std::to_string(m) + "/" + std::to_string(regs.block[m]) + ") - " +
+                std::to_string(regs.points[m]) + "*floor(d" + std::to_string(m) + "/" + std::to_string(regs.tile[m]) + ")";
+        first = false;
+      }
+      marks.regIndex[name] = isl::multi_aff(islCtx(), text + "] }");
+    }
+  auto withMarks = [&](isl::ast_build b) {
+    if (regs.any()) b = isl::manage(isl_ast_build_set_at_each_domain(b.release(), &StagingMarks::atDomain, &marks));
+    return staging.tiles.empty() ? b : isl::manage(isl_ast_build_set_after_each_mark(b.release(), &StagingMarks::after, &marks));
+  };
+  isl::ast_build build = withMarks(isl::ast_build::from_context(affineMappingContext(kc, ids)));
   AstPrinter printer;
-  printer.user = [](const std::string &stmt, const std::vector<std::string> &a) {
+  printer.annotations = true;
+  printer.mark = [&](const std::string &name, const std::string &body, int indent) {
+    if (name.rfind("shared ", 0) != 0) return body;
+    std::string pad(2 * indent, ' '), offsets;
+    std::stringstream lines(marks.offsets.at(std::stoul(name.substr(7))));
+    for (std::string line; std::getline(lines, line);) offsets += pad + line + "\n";
+    return stagingCopy(s, staging, kc, d, offsets, indent) + body + (d == Dialect::Cuda ? pad + "__syncthreads();\n" : "");
+  };
+  printer.user = [](const std::string &stmt, const std::vector<std::string> &a) -> std::string {
+    if (stmt == "polyk_stage") return ""; // its `shared` mark prints the copies
     std::string c = stmt + "(";
     for (size_t i = 0; i < a.size(); ++i) c += (i ? ", " : "") + a[i];
     return c + ");\n";
@@ -244,16 +514,18 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       if (trip > 1 && trip <= kUnrollTrip) return {std::string(2 * indent, ' ') + "#pragma unroll\n", ""};
       return {"", ""};
     };
-  std::string o = ids.prologue();
+  std::string o = ids.prologue() + stagingDecls(s, staging, d);
   for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + ";\n";
   std::string general = printer.print(build.node_from(restricted), 2);
+  if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
   // Blocks of whole tiles, where a thread's points are unrolled (a register tile): the same AST
   // in a context that knows it, without the points' guards.
   isl::set full = unrolled ? fullTiles(s, bound, k, kc, ids) : isl::set();
   if (!full.is_null() && !full.is_empty()) {
     isl::set context = affineMappingContext(kc, ids).intersect(full);
-    isl::ast_build fullBuild = isl::ast_build::from_context(context);
+    isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context));
     std::string whole = printer.print(fullBuild.node_from(restrictedUnrolled), 2);
+    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
     if (whole != general) {
       isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.get(), full.copy()) /* the build is kept */);
       return o + "  if (" + islExprToC(cond.get()) + ") {\n" + whole + "  } else {\n" + general + "  }\n";
@@ -284,15 +556,17 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
   std::set<int> withRegisters = registerKernels(bound);
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
   // indices there, and nvcc would keep it in local memory in every block (GEMM 236 -> 373 us).
-  AffineMapping unrolled = applyAffineMapping(unrollRegisters(bound), s), &mapped = unrolled;
+  AffineMapping unrolled = applyAffineMapping(unrollRegisters(isolateReducedTiles(bound, s)), s), &mapped = unrolled;
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
+    Staging staging;
+    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
-    o += macros(s, kc, Dialect::Cuda, regs);
+    o += macros(s, kc, Dialect::Cuda, regs, staging);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
          params(s, true) + ") {\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -331,13 +605,16 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
-  AffineMapping mapped = applyAffineMapping(bound, s), unrolled = applyAffineMapping(unrollRegisters(bound), s);
+  isl::schedule separated = isolateReducedTiles(bound, s);
+  AffineMapping mapped = applyAffineMapping(separated, s), unrolled = applyAffineMapping(unrollRegisters(separated), s);
   IterateCode steps = iterateCode(s, false);
   o += steps.begin;
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs);
+    Staging staging;
+    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
+    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging);
     // blockIdx / threadIdx as the kernel's prologue reads them.
     o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";
     o += "  for (polyk_idx by = 0; by < " + kc.grid[1] + "; ++by)\n";
@@ -346,7 +623,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s);
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s);
   }
   o += steps.end;
   for (const auto &t : s.tensors)

@@ -73,6 +73,9 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
   }
   case isl_ast_node_mark: {
     std::string name = idName(isl_ast_node_mark_get_id(node));
+    // A build callback may name the mark's instance (an annotation): the printer sees that name.
+    if (annotations)
+      if (isl_id *note = isl_ast_node_get_annotation(node)) name = idName(note);
     std::string body = print(isl::manage(isl_ast_node_mark_get_node(node)), indent);
     return mark ? mark(name, body, indent) : body;
   }
@@ -82,7 +85,11 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
     std::vector<std::string> args;
     for (int i = 1; i < isl_ast_expr_get_op_n_arg(call); ++i) args.push_back(arg(call, i));
     isl_ast_expr_free(call);
-    return pad(indent) + user(stmt, args);
+    // A build callback may attach text to the call (an annotation): it comes as a last argument.
+    if (annotations)
+      if (isl_id *note = isl_ast_node_get_annotation(node)) args.push_back(idName(note));
+    std::string text = user(stmt, args);
+    return text.empty() ? text : pad(indent) + text;
   }
   default: throw std::runtime_error("unexpected isl AST node");
   }
@@ -128,6 +135,13 @@ std::string iteratorExpr(isl_pw_aff *pa) {
 }
 
 } // namespace
+
+std::string subscriptC(const std::string &accessMap, size_t d) {
+  isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(isl::map(islCtx(), accessMap).release());
+  std::string text = iteratorExpr(isl_pw_multi_aff_get_pw_aff(pma, (int)d));
+  isl_pw_multi_aff_free(pma);
+  return text;
+}
 
 isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor) {
   if (tensor.shape.empty()) return {};

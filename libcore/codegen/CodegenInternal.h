@@ -38,6 +38,9 @@ std::string roundToStorage(Dialect d, DType t, const std::string &computeValue);
 /// The linearised index of an access map's target element, as a C expression of the domain
 /// iterators (each spelled `(name)`, for use inside a macro).
 std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor);
+/// The `d`-th subscript of an access map as a C expression of the domain iterators (each
+/// spelled `(name)`).
+std::string subscriptC(const std::string &accessMap, size_t d);
 /// The same index as an affine function of the domain iterators; null for scalars and symbolic
 /// extents (a symbolic extent times an iterator is not affine).
 isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor);
@@ -47,6 +50,10 @@ isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tenso
 struct AstPrinter {
   std::function<std::string(const std::string &stmt, const std::vector<std::string> &args)> user;
   std::function<std::string(const std::string &mark, const std::string &body, int indent)> mark;
+  /// With `annotations`, a node's annotation (set by a build callback) is a call's last argument
+  /// and a mark's name (the affine path's register indices and staging points; the reduction
+  /// path's VectorReads keeps its own annotations).
+  bool annotations = false;
   /// Printed on its own line before each (non-degenerate) loop, e.g. an unroll pragma.
   std::string loopPrefix;
   /// Text printed before and after a (non-degenerate) loop, inside a block of its own (none when

@@ -191,7 +191,7 @@ std::string emitReference(const Scop &s) {
 std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init, const ReadOverride &read,
-                            const std::string &only) {
+                            const std::string &only, const std::set<std::string> &unguarded) {
   auto types = typeTable(s);
   std::string o;
   for (const auto &st : s.statements) {
@@ -216,7 +216,8 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       Value v = printValue(body, d, [&](const Access &a, size_t k) {
         if (promoted.count(a.tensor)) return a.tensor + "_r";
         std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
-        return paddedLoad(*s.tensor(a.tensor), a, loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv), true);
+        std::string load = loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv);
+        return unguarded.count(a.tensor) ? load : paddedLoad(*s.tensor(a.tensor), a, load, true);
       }, types);
       if (st.kind == StmtKind::Reduce) {
         o += reduce(st, convert(v, computeType(out.type)));

@@ -19,12 +19,15 @@ std::string cPrologue(const Scop &s, Dialect d);
 /// `#define S(i, j) do { ... } while (0)` for every statement; `reduce` and `init` print the
 /// reduction update (given the value) and the initialisation.
 /// `read`, where given, replaces the lvalue of a statement's k-th read (a tensor element) with
-/// another expression; `only`, where not empty, names the one statement to define.
+/// another expression; `only`, where not empty, names the one statement to define. Reads of the
+/// tensors in `unguarded` keep no padding guard (their override reads a copy that holds the
+/// padding).
 using ReadOverride = std::function<std::string(const ScopStatement &, size_t k, const std::string &lvalue)>;
 std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init,
-                            const ReadOverride &read = nullptr, const std::string &only = "");
+                            const ReadOverride &read = nullptr, const std::string &only = "",
+                            const std::set<std::string> &unguarded = {});
 std::string undefMacros(const Scop &s);
 std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
 /// The affine path's kernels and launcher, and their mapped C (AffineKernels.cpp).

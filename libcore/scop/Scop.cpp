@@ -212,6 +212,10 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
         fail(doc.valueLoc(k["reduce_block_axis"]), "'reduce_block_axis' must be none, x or y");
       kc.promoted = strList(doc, doc.field(k, "promoted"));
       for (const auto &e : k["promoted"]) kc.at.promoted.push_back(doc.valueLoc(e));
+      if (k["shared"]) {
+        kc.shared = strList(doc, k["shared"]);
+        for (const auto &e : k["shared"]) kc.at.shared.push_back(doc.valueLoc(e));
+      }
       s.kernels.push_back(kc);
     }
   }
@@ -295,6 +299,7 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
       out << YAML::Key << "reduce_axis" << YAML::Value << k.reduceAxis;
       out << YAML::Key << "reduce_block_axis" << YAML::Value << k.reduceBlockAxis;
       out << YAML::Key << "promoted" << YAML::Value << YAML::Flow << k.promoted;
+      if (!k.shared.empty()) out << YAML::Key << "shared" << YAML::Value << YAML::Flow << k.shared;
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

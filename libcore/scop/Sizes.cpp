@@ -24,14 +24,15 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
   } catch (const isl::exception &) {
   }
   if (um.is_null()) bad("isl cannot parse '" + text + "'");
-  const std::string form = "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]' or 'kernel[k] -> vector[V]'";
+  const std::string form =
+      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]' or 'kernel[k] -> vector[V]'";
   isl::map_list maps = um.get_map_list();
   for (int i = 0; i < (int)maps.size(); ++i) {
     isl::map m = maps.at(i);
     if (isl_map_dim(m.get(), isl_dim_param) != 0) bad("each entry must give fixed numbers");
     if (!isl_map_has_tuple_name(m.get(), isl_dim_in) || !isl_map_has_tuple_name(m.get(), isl_dim_out)) bad(form);
     std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
-    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "vector") || m.domain_tuple_dim() != 1 ||
+    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector") || m.domain_tuple_dim() != 1 ||
         m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() != 1))
       bad(form);
     if (m.range_tuple_dim() > 8) bad("at most 8 sizes per entry");
@@ -61,7 +62,7 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
         out[k].vector = v[0];
         return;
       }
-      auto &slot = ran == "tile" ? out[k].tile : out[k].block;
+      auto &slot = ran == "tile" ? out[k].tile : ran == "reduce" ? out[k].reduce : out[k].block;
       if (!slot.empty()) error = "kernel[" + std::to_string(k) + "] has two " + ran + " entries";
       slot = v;
     });
@@ -84,6 +85,7 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
     os << (first ? "" : "; ") << "kernel[" << k << "] -> tile[" << list(s.tile) << "]; kernel[" << k << "] -> block["
        << list(s.block) << "]";
     if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
+    if (!s.reduce.empty()) os << "; kernel[" << k << "] -> reduce[" << list(s.reduce) << "]";
     first = false;
   }
   os << " }";

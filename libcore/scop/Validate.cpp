@@ -386,8 +386,12 @@ private:
           kernels.push_back(std::stoi(digits));
           bandMembers.push_back(firstBandMembers(node));
         }
-      } else if (name == "reduction" || name == "registers" || isMappingMark(name)) {
+      } else if (name == "reduction" || name == "registers" || name == "shared" || isMappingMark(name)) {
         if (depth == 0) error = "mark " + quoted(name) + " outside any kernel";
+        else if (name == "shared" && (!isAffine() || level_ < ScopLevel::Bound)) error = "mark \"shared\" outside an affine bound tree";
+        else if (name == "shared" && sharedMarks_[kernels.size() - 1]++ > 0)
+          error = "kernel_" + std::to_string(kernels.back()) + " has two \"shared\" marks";
+        else if (name == "shared" && !sharedMarkFits(node)) error = "mark \"shared\" must sit between a band and a threads_ mark";
       } else {
         error = "unknown mark " + quoted(name);
       }
@@ -410,6 +414,25 @@ private:
       for (size_t m = 0; m < sz.block.size(); ++m)
         if (sz.block[m] > 1024) fail(s_.at.sizes, "kernel[" + std::to_string(k) + "]: more than 1024 threads along a dim");
     }
+  }
+
+  bool isAffine() const { return !s_.statements.empty() && s_.statements.front().form == Form::Affine; }
+
+  /// A `shared` mark's parent is a band (its prefix: the bands above) and its child a threads_
+  /// mark (the threads copy together before they split).
+  static bool sharedMarkFits(isl_schedule_node *mark) {
+    if (isl_schedule_node_has_parent(mark) != isl_bool_true || isl_schedule_node_has_children(mark) != isl_bool_true) return false;
+    isl_schedule_node *parent = isl_schedule_node_parent(isl_schedule_node_copy(mark));
+    isl_schedule_node *child = isl_schedule_node_child(isl_schedule_node_copy(mark), 0);
+    bool ok = isl_schedule_node_get_type(parent) == isl_schedule_node_band && isl_schedule_node_get_type(child) == isl_schedule_node_mark;
+    if (ok) {
+      isl_id *id = isl_schedule_node_mark_get_id(child);
+      ok = std::string(isl_id_get_name(id) ? isl_id_get_name(id) : "").rfind("threads_", 0) == 0;
+      isl_id_free(id);
+    }
+    isl_schedule_node_free(parent);
+    isl_schedule_node_free(child);
+    return ok;
   }
 
   /// blocks_ / threads_ with the axes of the band's members: x or y, each once, on the Panamera
@@ -459,6 +482,7 @@ private:
   }
 
   size_t kernelCount_ = 0;
+  std::map<size_t, int> sharedMarks_; // kernel index -> its "shared" marks
 
   void checkKernels() const {
     if (s_.kernels.size() != kernelCount_)
@@ -481,6 +505,27 @@ private:
         const TensorDecl *t = s_.tensor(k.promoted[i]);
         if (!t) fail(at, "undefined tensor " + quoted(k.promoted[i]));
         if (t->role != Role::Temporary) fail(at, "only temporaries can be promoted; " + quoted(t->name) + " is an " + roleName(t->role));
+      }
+      size_t index = (size_t)(&k - s_.kernels.data());
+      bool marked = sharedMarks_.count(index) > 0;
+      if (marked != !k.shared.empty())
+        fail(k.at.kernel, marked ? "kernel " + quoted(k.name) + " has a \"shared\" mark but stages no tensor ('shared')"
+                                 : "kernel " + quoted(k.name) + " stages tensors ('shared') but has no \"shared\" mark");
+      std::set<std::string> staged;
+      for (size_t i = 0; i < k.shared.size(); ++i) {
+        const SourceLoc &at = i < k.at.shared.size() ? k.at.shared[i] : k.at.kernel;
+        const TensorDecl *t = s_.tensor(k.shared[i]);
+        if (!t) fail(at, "undefined tensor " + quoted(k.shared[i]));
+        if (t->shape.empty()) fail(at, "a scalar cannot be staged in shared memory");
+        if (!staged.insert(t->name).second) fail(at, "tensor " + quoted(t->name) + " staged twice");
+        bool read = false;
+        for (const auto &name : k.statements) {
+          const ScopStatement *st = s_.statement(name);
+          if (isl::map(islCtx(), st->write).range_tuple_id().name() == t->name)
+            fail(at, "tensor " + quoted(t->name) + " is written in kernel " + quoted(k.name) + "; only what it reads can be staged");
+          for (const auto &r : st->reads) read |= isl::map(islCtx(), r).range_tuple_id().name() == t->name;
+        }
+        if (!read) fail(at, "kernel " + quoted(k.name) + " does not read tensor " + quoted(t->name));
       }
       for (int a = 0; a < 3; ++a) checkGrid(k.grid[a], a, k.at.grid);
       for (const auto &axis : {k.reduceAxis, k.reduceBlockAxis})

@@ -11,6 +11,10 @@ int main(int argc, char **argv) {
                          [&](CLI::App &app) {
                            app.add_option("--sizes", opts.sizes,
                                           "block sizes overriding the schedule file's, e.g. '{ kernel[1] -> block[32,8] }'");
+                           app.add_option("--shared", opts.shared,
+                                          "stage reused operands of tiled reductions in shared memory (affine path): "
+                                          "auto (where they fit) or off")
+                               ->check(CLI::IsMember({"auto", "off"}));
                          },
                          [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
                            return polyk::writeBound(polyk::bind(polyk::readSchedule(in.text, in.displayName), opts));

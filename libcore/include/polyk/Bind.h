@@ -16,6 +16,9 @@ namespace polyk {
 
 struct BindOptions {
   std::string sizes; // overrides the block sizes of the schedule file (PPCG form)
+  /// Shared-memory staging on the affine path (Promotion.h): "auto" stages the reused operands of
+  /// each kernel whose reduced band is tiled (`reduce` sizes) where they fit, "off" none.
+  std::string shared = "auto";
 };
 
 Scop bind(const Scop &scheduled, const BindOptions &options);

@@ -61,10 +61,11 @@ struct KernelConfig {
   std::string reduceAxis = "none";       // thread axis of the block reduction: none, x, y
   std::string reduceBlockAxis = "none";  // grid axis over which one reduction spans blocks
   std::vector<std::string> promoted;     // temporaries kept in registers
+  std::vector<std::string> shared;       // tensors staged in shared memory at its `shared` mark
   /// Where each field's value was read (empty when built in memory).
   struct Locs {
     SourceLoc kernel, name, grid, block;
-    std::vector<SourceLoc> statements, promoted;
+    std::vector<SourceLoc> statements, promoted, shared;
   } at;
 };
 

@@ -17,6 +17,10 @@ struct KernelSizes {
   /// Consecutive elements a thread takes at a time along the contiguous member (`kernel[k] ->
   /// vector[V]`): BandShape::vector by default; 0 in parsed `--sizes` that do not give it.
   long long vector = 1;
+  /// Tile sizes of a reduction's reduced band (`kernel[k] -> reduce[...]`, outermost first): the
+  /// reduced loops run tile after tile, and polyk-bind may stage each tile's operands in shared
+  /// memory. Empty: the reduced loops are not tiled.
+  std::vector<long long> reduce;
 };
 
 /// The largest kernel number, tile size and vector width a sizes map may give.

@@ -1,0 +1,51 @@
+// Shared-memory staging on the affine path (PPCG's gpu_group.c and gpu_array_tile.c): the part of
+// a tensor that one block reads in one tile of the reduced loops (its footprint, computed by isl),
+// over-approximated by a box of fixed size, which the block's threads copy into shared memory
+// together before they compute from it.
+#pragma once
+
+#include "polyk/Scop.h"
+
+#include <isl/cpp.h>
+
+#include <string>
+#include <vector>
+
+namespace polyk {
+
+/// One tensor's staged tile.
+struct SharedTile {
+  std::string tensor;
+  std::vector<long long> size;   // of the box, per tensor dim
+  std::vector<long long> stride; // of the shared array, per tensor dim (innermost 1)
+  isl::multi_aff offset;         // values of the bands above the staging point -> the box's first element
+  /// Elements of the shared array: its rows may be padded by one element, so that threads along
+  /// x reading down a column hit distinct banks.
+  long long elements() const { return size.empty() ? 1 : size[0] * stride[0]; }
+};
+
+/// Shared memory a block may use for staged tiles (the static limit of a kernel).
+constexpr long long kSharedBytes = 48 * 1024;
+
+/// The staged tiles of the statements `stmts` of a kernel, below the bands whose values `prefix`
+/// gives for each of their instances; `parallel` maps each instance to its point of the kernel's
+/// parallel band (`members` members, the last on threadIdx.x). With `tensors` given: those
+/// tensors' tiles, in that order (an InputError-free logic_error where one has no fixed-size box).
+/// Without: the tensors worth staging, in declaration order: read and not written there, not
+/// scalars, read by several points of the parallel band (so several threads share each element),
+/// with a fixed-size box; as many as fit in kSharedBytes.
+std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
+                                    const isl::union_map &parallel, unsigned members,
+                                    const std::vector<std::string> *tensors);
+
+/// What the bands `tileBand` (a kernel's tiles, on blocks) and `kTiles` (below it: the reduced
+/// tiles) take at each instance under `kTiles`: the prefix of its staging point.
+isl::union_map stagingPrefix(const isl::schedule_node &tileBand, const isl::schedule_node &kTiles);
+
+/// The tiles that kernel `k` of a bound tree stages at its `shared` mark (`kernel.shared`, in that
+/// order), in `stmts` the statements below the mark, which read them, and in `prefix` their
+/// stagingPrefix. Empty where the kernel has no such mark.
+std::vector<SharedTile> stagedTiles(const Scop &s, const isl::schedule &bound, int k, std::vector<std::string> *stmts,
+                                    isl::union_map *prefix);
+
+} // namespace polyk
