@@ -29,6 +29,8 @@ runs() {
   case "$(basename "$1")" in
     symbolic*) echo "-"; echo "P=7 R=1"; echo "P=1 R=100003"; echo "P=1000 R=77"; echo "P=4096 R=65536" ;;
     panamera_sg7*) echo "-"; echo "B=1"; echo "B=3"; echo "B=200" ;;
+    # Full size has a CPU reference of minutes: checked at a smaller size, timed unchecked.
+    blas_gemm4096*) echo "M=1000 N=1030 K=999"; echo "check=0" ;;
     *) echo "-" ;;
   esac
 }
@@ -45,7 +47,7 @@ for cu in "$dir"/*.cu; do
   t=$(echo "$line" | sed -n 's/.*median_us=\([^ ]*\).*/\1/p')
   stable=$(echo "$line" | sed -n 's/.*bits_stable=\([^ ]*\).*/\1/p')
   streams=$(echo "$line" | sed -n 's/.*streams=\([^ ]*\).*/\1/p')
-  [ "$res" = PASS ] || { echo 1 > "$dir/.failed"; echo "$line" >&2; }
+  [ "$res" = PASS ] || [ "$res" = UNCHECKED ] || { echo 1 > "$dir/.failed"; echo "$line" >&2; }
   # run_to_run builds (*.det) must give the same bits on every run.
   case "$name" in *.det*) [ "$stable" = 1 ] || { echo 1 > "$dir/.failed"; res="${res}!"; } ;; esac
   printf '%-32s %-6s %-10s %-10s %-12s %s\n' "$name" "${res:-ERROR}" "${err:--}" "${t:--}" "${stable:--}" "${streams:--}"

@@ -82,59 +82,46 @@ std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<s
   return out;
 }
 
+/// Inserts the thread band `ids` (coincident, permutable) at `at`, under the mark `threadsMark`;
+/// returns the mark.
+isl::schedule_node insertThreads(const isl::schedule_node &at, const isl::multi_union_pw_aff &ids, const std::string &threadsMark) {
+  isl::schedule_node_band band = at.insert_partial_schedule(ids).as<isl::schedule_node_band>();
+  for (unsigned m = 0; m < band.n_member(); ++m) band = band.member_set_coincident((int)m, 1).as<isl::schedule_node_band>();
+  return band.set_permutable(1).insert_mark(isl::id(islCtx(), threadsMark));
+}
+
 /// A reduction kernel whose threads own register tiles: `micro` is the point band tiled by the
 /// block sizes (its outer band, a thread's points; its inner one, the thread ids). The thread band
 /// takes the place of both, and the points band sinks to each statement of the sequence below,
 /// under the update's reduced loops, marked `registers` (emit unrolls it): init all points, then
-/// for each reduced iteration update them all, then store them. Returns the tile band.
-isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark) {
-  isl::ctx ctx = islCtx();
-  isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
-  isl::schedule_node thread = micro.child(0);
-  isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
-  isl::schedule_node node = deleteNode(deleteNode(thread).parent()); // now at the sequence
-  node = node.insert_partial_schedule(ids);
-  isl::schedule_node_band band = node.as<isl::schedule_node_band>();
-  for (unsigned m = 0; m < band.n_member(); ++m) band = band.member_set_coincident((int)m, 1).as<isl::schedule_node_band>();
-  node = band.set_permutable(1).insert_mark(isl::id(ctx, threadsMark));
-  isl::schedule_node seq = node.child(0).child(0);
-  int seqDepth = seq.tree_depth();
-  for (int c = 0; c < (int)seq.n_children(); ++c) {
-    isl::schedule_node leaf = seq.child(c);
-    isl::union_set filter = leaf.as<isl::schedule_node_filter>().get_filter();
-    while (leaf.n_children() > 0) leaf = leaf.child(0);
-    isl::schedule_node inserted = leaf.insert_partial_schedule(points.intersect_domain(filter));
-    inserted = inserted.insert_mark(isl::id(ctx, "registers"));
-    seq = inserted.ancestor(inserted.tree_depth() - seqDepth);
-  }
-  return seq.parent().parent().parent(); // thread band, threads mark, tile band
-}
-
-/// registerTiles with the update's operands staged in shared memory: the thread band goes above
-/// the init and the store as there, and in the update below the band of the reduced tiles, under
-/// a `shared` mark (there the block copies each tile's operands, all its threads together, before
-/// they split). Returns the tile band.
-isl::schedule_node stagedRegisterTiles(isl::schedule_node micro, const std::string &threadsMark) {
+/// for each reduced iteration update them all, then store them.
+/// `staged`: the update's operands are staged in shared memory; the thread band goes above the
+/// init and the store, and in the update below the band of the reduced tiles, under a `shared`
+/// mark (there the block copies each tile's operands, all its threads together, before they
+/// split). Returns the tile band.
+isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark, bool staged) {
   isl::ctx ctx = islCtx();
   isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
   isl::schedule_node thread = micro.child(0);
   isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
   isl::schedule_node seq = deleteNode(deleteNode(thread).parent()); // now at the sequence
+  if (!staged) seq = insertThreads(seq, ids, threadsMark).child(0).child(0);
   int seqDepth = seq.tree_depth();
   for (int c = 0; c < (int)seq.n_children(); ++c) {
     isl::union_set filter = seq.child(c).as<isl::schedule_node_filter>().get_filter();
-    isl::schedule_node at = seq.child(c).child(0);
-    bool update = at.isa<isl::schedule_node_band>();
-    if (update) at = at.child(0);
-    isl::schedule_node_band band = at.insert_partial_schedule(ids.intersect_domain(filter)).as<isl::schedule_node_band>();
-    for (unsigned m = 0; m < band.n_member(); ++m) band = band.member_set_coincident((int)m, 1).as<isl::schedule_node_band>();
-    at = band.set_permutable(1).insert_mark(isl::id(ctx, threadsMark));
-    if (update) at = at.insert_mark(isl::id(ctx, "shared"));
+    isl::schedule_node at = seq.child(c);
+    if (staged) {
+      at = at.child(0);
+      bool update = at.isa<isl::schedule_node_band>();
+      if (update) at = at.child(0);
+      at = insertThreads(at, ids.intersect_domain(filter), threadsMark);
+      if (update) at = at.insert_mark(isl::id(ctx, "shared"));
+    }
     while (at.n_children() > 0) at = at.child(0);
     at = at.insert_partial_schedule(points.intersect_domain(filter)).insert_mark(isl::id(ctx, "registers"));
     seq = at.ancestor(at.tree_depth() - seqDepth);
   }
-  return seq.parent();
+  return staged ? seq.parent() : seq.parent().parent().parent(); // (thread band, threads mark,) tile band
 }
 
 /// The band of the reduced tiles below a kernel's point band (the update's first band, in the
@@ -242,10 +229,8 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       for (const auto &t : tiles) kc.shared.push_back(t.tensor);
     }
     point = point.as<isl::schedule_node_band>().tile(bs);
-    if (!kc.shared.empty()) {
-      node = stagedRegisterTiles(point, "threads_" + join(axes, "_"));
-    } else if (sequence && whole && micro) {
-      node = registerTiles(point, "threads_" + join(axes, "_"));
+    if (sequence && whole && micro) {
+      node = registerTiles(point, "threads_" + join(axes, "_"), !kc.shared.empty());
     } else {
       point = point.child(0).insert_mark(isl::id(ctx, "threads_" + join(axes, "_")));
       node = point.parent().parent();

@@ -214,7 +214,7 @@ std::string stagingDecls(const Scop &s, const Staging &st, Dialect d) {
   std::string o;
   for (const auto &t : st.tiles) {
     const TensorDecl &tensor = *s.tensor(t.tensor);
-    o += "  " + std::string(d == Dialect::Cuda ? "__shared__ " : "") + (d == Dialect::Cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type)) +
+    o += "  " + std::string(d == Dialect::Cuda ? "__shared__ __align__(16) " : "") + (d == Dialect::Cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type)) +
          " " + sharedName(t.tensor) + "[" + std::to_string(t.elements()) + "];\n  polyk_idx ";
     for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + offsetName(t.tensor, i);
     o += ";\n";
@@ -236,31 +236,67 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
   std::string threads = cuda ? std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) : "1";
   for (const auto &t : st.tiles) {
     const TensorDecl &tensor = *s.tensor(t.tensor);
-    long long box = 1;
-    for (long long n : t.size) box *= n;
     size_t n = t.size.size();
-    o += pad + "  for (polyk_idx e = " + tid + "; e < " + std::to_string(box) + "; e += " + threads + ") {\n";
-    o += pad + "    polyk_idx rest = e;\n";
-    std::string cond, global, local;
-    for (size_t i = n; i-- > 0;) {
-      std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
-      if (i > 0) o += pad + "    const polyk_idx " + x + " = rest % " + std::to_string(t.size[i]) + ";\n" + pad + "    rest /= " + std::to_string(t.size[i]) + ";\n";
-      else o += pad + "    const polyk_idx " + x + " = rest;\n";
-      o += pad + "    const polyk_idx " + g + " = " + offsetName(t.tensor, i) + " + " + x + ";\n";
+    std::string padding = tensor.padding ? storeValue(d, tensor.type, "(" + std::string(computeCType(tensor.type)) + ")(" + *tensor.padding + ")") : "";
+    // The copy loop, `lanes` consecutive elements of the innermost dim at a time (1, or 4 as one
+    // float4 where vectorCopy holds).
+    auto loop = [&](int lanes, const std::string &in) {
+      long long vectors = 1;
+      for (size_t i = 0; i < n; ++i) vectors *= i + 1 == n ? t.size[i] / lanes : t.size[i];
+      std::string l = in + "for (polyk_idx e = " + tid + "; e < " + std::to_string(vectors) + "; e += " + threads + ") {\n";
+      l += in + "  polyk_idx rest = e;\n";
+      std::string cond, global, local;
+      for (size_t i = n; i-- > 0;) {
+        std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
+        long long extent = i + 1 == n ? t.size[i] / lanes : t.size[i];
+        std::string scaled = i + 1 == n && lanes > 1 ? " * " + std::to_string(lanes) : "";
+        if (i > 0) l += in + "  const polyk_idx " + x + " = (rest % " + std::to_string(extent) + ")" + scaled + ";\n" + in + "  rest /= " + std::to_string(extent) + ";\n";
+        else l += in + "  const polyk_idx " + x + " = rest" + scaled + ";\n";
+        l += in + "  const polyk_idx " + g + " = " + offsetName(t.tensor, i) + " + " + x + ";\n";
+      }
+      for (size_t i = 0; i < n; ++i) {
+        std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
+        cond += std::string(i ? " && " : "") + "0 <= " + g + " && " + g + " < " + tensor.shape[i].str();
+        global = i == 0 ? g : "(" + global + ") * " + tensor.shape[i].str() + " + " + g;
+        local += std::string(i ? " + " : "") + x + (t.stride[i] == 1 ? "" : " * " + std::to_string(t.stride[i]));
+      }
+      std::string target = sharedName(t.tensor) + "[" + local + "]", source = t.tensor + "[" + global + "]";
+      if (lanes == 1) {
+        if (tensor.padding) l += in + "  " + target + " = " + cond + " ? " + source + " : " + padding + ";\n";
+        else l += in + "  if (" + cond + ") " + target + " = " + source + ";\n";
+      } else {
+        std::string load = "*(const float4 *)&" + source;
+        if (tensor.padding) l += in + "  const float4 v = " + cond + " ? " + load + " : make_float4(" + padding + ", " + padding + ", " + padding + ", " + padding + ");\n";
+        else l += in + "  if (!(" + cond + ")) continue;\n" + in + "  const float4 v = " + load + ";\n";
+        // (Rows padded against bank conflicts leave the copy's rows unaligned: four stores.)
+        if (n == 1 || t.stride[n - 2] % 4 == 0) l += in + "  *(float4 *)&" + target + " = v;\n";
+        else
+          for (int k = 0; k < 4; ++k)
+            l += in + "  " + sharedName(t.tensor) + "[" + local + " + " + std::to_string(k) + "] = v." + "xyzw"[k] + ";\n";
+      }
+      return l + in + "}\n";
+    };
+    // Vectors of 4 f32 where isl shows the tile's first element along the innermost dim is a
+    // multiple of 4 at every point (the whole box then takes whole aligned vectors, each wholly
+    // inside or outside the tensor, given its innermost extent is a multiple of 4 and its base
+    // 16-byte aligned; both checked at run time where they are not known).
+    bool vectorCopy = cuda && tensor.type == DType::F32 && t.size[n - 1] % 4 == 0 &&
+                      (!tensor.shape[n - 1].param.empty() || tensor.shape[n - 1].value % 4 == 0);
+    if (vectorCopy) {
+      isl::aff first = t.offset.get_at((int)n - 1);
+      auto multipleOf4 = [](isl::val v) { return v.is_int() && v.get_num_si() % 4 == 0; };
+      vectorCopy = isl_aff_dim(first.get(), isl_dim_div) == 0 && multipleOf4(first.get_constant_val());
+      for (auto type : {isl_dim_in, isl_dim_param})
+        for (int i = 0; vectorCopy && i < (int)isl_aff_dim(first.get(), type); ++i)
+          vectorCopy = multipleOf4(isl::manage(isl_aff_get_coefficient_val(first.get(), type, i)));
     }
-    for (size_t i = 0; i < n; ++i) {
-      std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
-      cond += std::string(i ? " && " : "") + "0 <= " + g + " && " + g + " < " + tensor.shape[i].str();
-      global = i == 0 ? g : "(" + global + ") * " + tensor.shape[i].str() + " + " + g;
-      local += std::string(i ? " + " : "") + x + (t.stride[i] == 1 ? "" : " * " + std::to_string(t.stride[i]));
+    if (!vectorCopy) {
+      o += loop(1, pad + "  ");
+      continue;
     }
-    std::string target = sharedName(t.tensor) + "[" + local + "]", source = t.tensor + "[" + global + "]";
-    if (tensor.padding)
-      o += pad + "    " + target + " = " + cond + " ? " + source + " : " +
-           storeValue(d, tensor.type, "(" + std::string(computeCType(tensor.type)) + ")(" + *tensor.padding + ")") + ";\n";
-    else
-      o += pad + "    if (" + cond + ") " + target + " = " + source + ";\n";
-    o += pad + "  }\n";
+    std::string runtime = "((uintptr_t)" + t.tensor + " & 15) == 0";
+    if (!tensor.shape[n - 1].param.empty()) runtime += " && " + tensor.shape[n - 1].param + " % 4 == 0";
+    o += pad + "  if (" + runtime + ") {\n" + loop(4, pad + "    ") + pad + "  } else {\n" + loop(1, pad + "    ") + pad + "  }\n";
   }
   o += pad + "}\n";
   if (cuda) o += pad + "__syncthreads();\n";
@@ -564,7 +600,11 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
     staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda, regs, staging);
-    o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + ") " + kc.name + "(" +
+    // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
+    // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
+    // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
+    std::string minBlocks = regs.any() && !staging.tiles.empty() ? ", 2" : "";
+    o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          params(s, true) + ") {\n";
     o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";
   }

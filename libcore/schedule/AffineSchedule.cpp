@@ -99,9 +99,9 @@ constexpr long long kSMs = 132; // H100 SXM
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
 /// next dim, one point per thread. Stencil (no reduced dims): the same, with 4 consecutive points
 /// of the outer dim a thread. Registers (reduced dims: GEMM, contractions): 16 x 16 threads, each
-/// owning a register tile of up to 4 points along x and y (the reduction loop
-/// runs outside it, so each operand loaded serves the tile's other points), at most 16 points,
-/// shrunk while the grid would have fewer than two blocks per SM. Outer dims fold into the grid's
+/// owning a register tile of up to 8 points along x and y (the reduction loop
+/// runs outside it, so each operand loaded serves the tile's other points), at most 64 points,
+/// shrunk while the grid would have fewer blocks than SMs. Outer dims fold into the grid's
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers };
 
@@ -130,21 +130,28 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     // Register tiles along x and y only: along the outer (z) members too, isl took seconds to
     // build the kernels of a 6-dim contraction (abcdef-gdab-efgc: 1.2 s, 10 s under ASan).
     for (size_t m = n >= 2 ? n - 2 : 0; m < n; ++m)
-      for (long long r = 4; r > 1; r /= 2)
+      for (long long r = 8; r > 1; r /= 2)
         if (s.block[m] * r <= pow2Ceil(extent[m])) {
           s.tile[m] = s.block[m] * r;
           break;
         }
-    // At most 16 accumulators a thread (registers), outer members' tiles halved first.
+    // At most 64 accumulators a thread (registers), outer members' tiles halved first.
     auto points = [&] {
       long long p = 1;
       for (size_t m = 0; m < n; ++m) p *= s.tile[m] / s.block[m];
       return p;
     };
-    for (size_t m = 0; m < n && points() > 16; ++m)
-      while (points() > 16 && s.tile[m] > s.block[m]) s.tile[m] /= 2;
-    // Fewer than two blocks per SM: halve the largest register tile, inner members first.
-    while (blocks() < 2 * kSMs) {
+    for (size_t m = 0; m < n && points() > 64; ++m)
+      while (points() > 64 && s.tile[m] > s.block[m]) s.tile[m] /= 2;
+    // Fewer blocks than SMs: halve the largest register tile, inner members first. (The operands
+    // of a reduced tile are staged in shared memory, so a large tile rereads little: GEMM 4096^3
+    // with 8 x 8 points 5288 us, 4 x 4 6181 us; 1024^3 with 4 x 4 points, 256 blocks, 126 us, 4 x 2
+    // 155 us; bench/results/2026-11-24-h100-gemm-sizes.txt.)
+    long long threads = 1;
+    for (long long b : s.block) threads *= b;
+    // (And fewer threads than 256 a SM: N-body's blocks of 16 x 4 threads with 8 points each,
+    // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
+    while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
       size_t best = n;
       for (size_t m = n; m-- > 0;)
         if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
@@ -173,6 +180,24 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     }
   }
   return s;
+}
+
+/// Tiles the reduced band below the tiled kernel band `tiles` (the update's, in the sequence
+/// init, update, store) by `sizes`; returns the tile band again.
+isl::schedule_node tileReducedBand(isl::schedule_node tiles, const std::vector<long long> &sizes) {
+  isl::schedule_node seq = tiles.child(0).child(0);
+  if (!seq.isa<isl::schedule_node_sequence>()) return tiles;
+  int depth = tiles.tree_depth();
+  for (int c = 0; c < (int)seq.n_children(); ++c) {
+    isl::schedule_node band = seq.child(c).child(0);
+    if (!band.isa<isl::schedule_node_band>()) continue;
+    isl::schedule_node_band b = band.as<isl::schedule_node_band>();
+    if (b.n_member() != sizes.size()) continue;
+    isl::multi_val mv = isl::multi_val::zero(bandSpace(b));
+    for (unsigned m = 0; m < sizes.size(); ++m) mv = mv.set_at((int)m, isl::val(islCtx(), sizes[m]));
+    seq = b.tile(mv).parent().parent();
+  }
+  return seq.ancestor(seq.tree_depth() - depth);
 }
 
 /// Extents of a statement's first `n` dims at the parameters' values.
@@ -249,11 +274,29 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     if (sz.tile.size() != par || sz.block.size() != par)
       throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(par) +
                        " members; give that many tile and block sizes");
+    // The reduced band (a reduction's update): 16 iterations of its innermost member a tile by
+    // default, where threads own register tiles (polyk-bind stages the tiles' operands).
+    const ScopStatement *update = nullptr;
+    for (const ScopStatement *st : kernels[k])
+      if (st->dims.size() > par) update = st;
+    size_t reducedDims = update ? update->dims.size() - par : 0;
+    if (shape == Shape::Registers && update) {
+      std::vector<long long> all = extentsAtDefaults(scop, *update, update->dims.size());
+      sz.reduce.assign(reducedDims, 1);
+      sz.reduce.back() = std::min<long long>(16, std::max<long long>(1, all.back()));
+    }
+    if (auto it = requested.find((int)k); it != requested.end() && !it->second.reduce.empty()) {
+      if (it->second.reduce.size() != reducedDims)
+        throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a reduced band of " + std::to_string(reducedDims) +
+                         " members; give that many reduce sizes");
+      sz.reduce = it->second.reduce;
+    }
     used[(int)k] = sz;
     isl::schedule_node_band b = node.as<isl::schedule_node_band>();
     isl::multi_val tile = isl::multi_val::zero(bandSpace(b));
     for (unsigned m = 0; m < par; ++m) tile = tile.set_at((int)m, isl::val(ctx, sz.tile[m]));
     node = b.tile(tile);
+    if (!sz.reduce.empty()) node = tileReducedBand(node, sz.reduce);
     full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
   }
   for (const auto &[k, sz] : requested)
