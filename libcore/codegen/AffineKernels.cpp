@@ -83,10 +83,11 @@ isl::schedule isolateReducedTiles(const isl::schedule &sched, const Scop &scop) 
     if (sz.reduce.empty()) continue;
     isl::schedule_node kernel = findMark(out, "kernel_" + std::to_string(k)), band;
     if (kernel.is_null()) continue;
+    size_t members = sz.reduce.size(); // (a structured binding: not captured before C++20 in clang 14)
     kernel.foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
       if (!band.is_null()) return false;
       if (n.isa<isl::schedule_node_band>() && n.parent().isa<isl::schedule_node_filter>() &&
-          n.parent().parent().isa<isl::schedule_node_sequence>() && n.as<isl::schedule_node_band>().n_member() == sz.reduce.size())
+          n.parent().parent().isa<isl::schedule_node_sequence>() && n.as<isl::schedule_node_band>().n_member() == members)
         band = n;
       return band.is_null();
     });

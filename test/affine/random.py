@@ -11,6 +11,7 @@ program that failed.
 """
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -122,15 +123,30 @@ def members(text):
     return len([x for x in lhs.split(",") if x.strip()])
 
 
-def random_sizes(r, n):
+def reduced_dims(text):
+    """The indices of the first statement's right-hand side that its left-hand side lacks."""
+    line = [l for l in text.splitlines() if l.startswith("  - ")][0]
+    lhs, rhs = line.split("(", 1)[1].split(")", 1)
+    names = lambda t: set(re.findall(r"\b[a-z]\b", t))
+    return len(names(rhs) - names(lhs))
+
+
+def random_sizes(r, n, reduced=0):
     """Kernel 0's sizes drawn at random: tiles of several points a thread (register tiles,
-    unrolled, with full-tile specialisation) half of the time."""
+    unrolled, with full-tile specialisation) half of the time. A reduction (`reduced` dims) then
+    has several points a thread along x and y and its reduced loops tiled at random too, so its
+    operands are staged in shared memory, box sizes and partial tiles of every kind."""
     if n == 0 or r.random() < 0.5:
         return ""
     block = [r.choice([1, 2, 4]) for _ in range(n)]
     tile = [b * r.choice([1, 2, 3]) for b in block]
+    extra = ""
+    if reduced:
+        for m in range(max(0, n - 2), n):
+            tile[m] = block[m] * r.choice([2, 3])
+        extra = f";kernel[0]->reduce[{','.join(str(r.choice([1, 2, 3, 5])) for _ in range(reduced))}]"
     # (no spaces: pipelines/compile.sh splits SCHEDULE_OPTS into words)
-    return f"--sizes={{kernel[0]->tile[{','.join(map(str, tile))}];kernel[0]->block[{','.join(map(str, block))}]}}"
+    return f"--sizes={{kernel[0]->tile[{','.join(map(str, tile))}];kernel[0]->block[{','.join(map(str, block))}]{extra}}}"
 
 
 def run(cmd, **kw):
@@ -161,22 +177,34 @@ def check(text, work, sizes):
     return None
 
 
+def staged(text, work, sizes):
+    """Whether polyk-bind stages some operand of the program in shared memory."""
+    path = os.path.join(work, "p.yaml")
+    flat = run([f"{BIN}/polyk-flatten", path]).stdout
+    opts = [sizes] if sizes and "form: affine" in flat else []
+    sched = run([f"{BIN}/polyk-schedule", *opts], input=flat).stdout
+    return "shared: [" in run([f"{BIN}/polyk-bind"], input=sched).stdout
+
+
 def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 24
     seed = int(os.environ.get("POLYK_RANDOM_SEED", "1"))
     r = random.Random(seed)
-    failed = 0
+    failed = staging = 0
     with tempfile.TemporaryDirectory() as work:
         for n in range(count):
             text = KINDS[n % len(KINDS)](r, n)
-            sizes = random_sizes(r, members(text))
+            sizes = random_sizes(r, members(text), reduced_dims(text) if KINDS[n % len(KINDS)] is contraction else 0)
             err = check(text, work, sizes)
             if err:
                 failed += 1
                 print(f"FAIL program {n} (seed {seed}):\n{text}SCHEDULE_OPTS='{sizes}'\n{err}\n")
             else:
-                print(f"PASS program {n} ({KINDS[n % len(KINDS)].__name__})")
-    print(f"{count - failed} of {count} random affine programs passed (POLYK_RANDOM_SEED={seed})")
+                shared = staged(text, work, sizes)
+                staging += shared
+                print(f"PASS program {n} ({KINDS[n % len(KINDS)].__name__}{', staged in shared memory' if shared else ''})")
+    print(f"{count - failed} of {count} random affine programs passed (POLYK_RANDOM_SEED={seed}), "
+          f"{staging} of them with operands staged in shared memory")
     return 1 if failed else 0
 
 
