@@ -12,6 +12,7 @@
 #include <isl/schedule_node.h>
 #include <isl/union_map.h>
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -200,6 +201,38 @@ isl::schedule_node tileReducedBand(isl::schedule_node tiles, const std::vector<l
   return seq.ancestor(seq.tree_depth() - depth);
 }
 
+/// Iterations of the innermost reduced dim a reduced tile takes: about 8 KiB of operands a block
+/// reads per tile, between 16 and 256 (a power of 2). Per iteration, a read that moves with the
+/// reduced dims touches, of each of its tensor's dims, the tile's extent along the parallel dims
+/// it moves with (1 for the others); each tensor counts once, at its largest read. GEMM with 64 x
+/// 64 tiles reads 512 bytes an iteration (16); N-body's masses and positions about 20 (256: 62.0
+/// ms, 72.4 ms with 16; bench/results/2026-11-24-h100-nbody-reduce-tiles.txt).
+long long reducedTile(const Scop &scop, const ScopStatement &update, size_t par, const std::vector<long long> &tile) {
+  isl::ctx ctx = islCtx();
+  std::map<std::string, long long> elements;
+  for (const auto &text : update.reads) {
+    isl::map a(ctx, text);
+    isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(a.copy()));
+    bool moves = false;
+    long long e = 1;
+    for (unsigned d = 0; d < a.range_tuple_dim(); ++d) {
+      isl::pw_aff sub = pma.get_at((int)d);
+      moves |= isl_pw_aff_involves_dims(sub.get(), isl_dim_in, par, a.domain_tuple_dim() - par) == isl_bool_true;
+      long long along = 1;
+      for (size_t m = 0; m < par && m < tile.size(); ++m)
+        if (isl_pw_aff_involves_dims(sub.get(), isl_dim_in, m, 1) == isl_bool_true) along = std::max(along, tile[m]);
+      e *= along;
+    }
+    std::string t = a.range_tuple_id().name();
+    if (moves) elements[t] = std::max(elements[t], e);
+  }
+  long long bytes = 0;
+  for (const auto &[t, e] : elements) bytes += e * dtypeBytes(scop.tensor(t)->type);
+  long long kt = 16;
+  while (kt < 256 && bytes * kt * 2 <= 8192) kt *= 2;
+  return kt;
+}
+
 /// Extents of a statement's first `n` dims at the parameters' values.
 std::vector<long long> extentsAtDefaults(const Scop &scop, const ScopStatement &st, size_t n) {
   isl::set d = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(scop)));
@@ -283,7 +316,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     if (shape == Shape::Registers && update) {
       std::vector<long long> all = extentsAtDefaults(scop, *update, update->dims.size());
       sz.reduce.assign(reducedDims, 1);
-      sz.reduce.back() = std::min<long long>(16, std::max<long long>(1, all.back()));
+      sz.reduce.back() = std::min<long long>(reducedTile(scop, *update, par, sz.tile), std::max<long long>(1, all.back()));
     }
     if (auto it = requested.find((int)k); it != requested.end() && !it->second.reduce.empty()) {
       if (it->second.reduce.size() != reducedDims)
