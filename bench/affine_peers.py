@@ -109,6 +109,7 @@ LAYERS = [("d1", 32, 3, 108, 3, 1), ("d2", 32, 32, 108, 3, 1), ("d3", 64, 32, 54
 
 CASES = {
     "stencil_hotspot": (hotspot, "eager+compile"),
+    "stencil_hotspot16384": (lambda: hotspot(16384), "eager+compile"),
     "stencil_jacobi3d": (jacobi3d, "eager+compile"),
     "stencil_hotspot_iter": (hotspot_iter, "eager+compile"),
     "stencil_gaussian2d": (gaussian2d, "cuDNN+compile"),
@@ -116,6 +117,7 @@ CASES = {
     "blas_gemm_mdh": (lambda: gemm(10, 500, 64), "cuBLAS"),
     "blas_gemm4096": (lambda: gemm(4096, 4096, 4096), "cuBLAS"),
     "blas_gemv": (lambda: gemv(4096, 4096), "cuBLAS"),
+    "blas_gemv8192": (lambda: gemv(8192, 8192), "cuBLAS"),
     "contraction_ab_bc": (lambda: einsum("ab,bc->ac", [(2048, 2048)] * 2, 2 * 2048 ** 3), "einsum+compile"),
     "contraction_abc_bda_dc": (lambda: einsum("bda,dc->abc", [(256,) * 3, (256, 256)], 2 * 256 ** 4), "einsum+compile"),
     "contraction_abcd_aebf_dfce": (lambda: einsum("aebf,dfce->abcd", [(48,) * 4] * 2, 2 * 48 ** 6), "einsum+compile"),
