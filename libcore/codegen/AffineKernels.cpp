@@ -404,10 +404,11 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
 /// `mapping`: the mapped tree for partial blocks; `unrolledMapping`: with a thread's points
 /// unrolled, for the blocks of whole tiles (no guards, constant register indices). The CUDA
 /// kernels use the unrolled tree for both; the mapped C keeps the loops in partial blocks.
-/// The AST build's part in staging: at each `shared` mark, the C setting the staged tiles' first
-/// elements (affine in the prefix's values, which are the AST's outer iterators there). The mark's
-/// AST node is annotated `shared <i>`, i indexing `offsets`.
-struct StagingMarks {
+/// The AST build's callbacks: at each call of a register-tile statement, the accumulator's index;
+/// at each `shared` mark, the C setting the staged tiles' first elements (affine in the prefix's
+/// values, which are the AST's outer iterators there); the mark's node is annotated `shared <i>`,
+/// i indexing `offsets`.
+struct AstCallbacks {
   const Staging *staging = nullptr;
   isl::union_map prefix; // each instance below the mark -> its prefix (Promotion.h)
   std::vector<std::string> offsets;
@@ -420,7 +421,7 @@ struct StagingMarks {
   std::map<std::string, isl::multi_aff> regIndex; // per statement: its domain -> the point's place
 
   static isl_ast_node *atDomain(isl_ast_node *node, isl_ast_build *build, void *user) {
-    auto *self = static_cast<StagingMarks *>(user);
+    auto *self = static_cast<AstCallbacks *>(user);
     isl_ast_expr *call = isl_ast_node_user_get_expr(node);
     isl_ast_expr *fn = isl_ast_expr_get_op_arg(call, 0);
     isl_id *id = isl_ast_expr_get_id(fn);
@@ -453,7 +454,7 @@ struct StagingMarks {
   }
 
   static isl_ast_node *after(isl_ast_node *node, isl_ast_build *build, void *user) {
-    auto *self = static_cast<StagingMarks *>(user);
+    auto *self = static_cast<AstCallbacks *>(user);
     isl_id *id = isl_ast_node_mark_get_id(node);
     bool shared = std::string(isl_id_get_name(id)) == "shared";
     isl_id_free(id);
@@ -496,7 +497,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.copy()));
   isl::schedule restrictedUnrolled = isl::manage(isl_schedule_intersect_domain(unrolledMapping.schedule.copy(), dom.release()));
-  StagingMarks marks;
+  AstCallbacks marks;
   marks.staging = &staging;
   if (!staging.tiles.empty()) marks.prefix = staging.prefix;
   if (regs.any())
@@ -523,8 +524,8 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       marks.regIndex[name] = isl::multi_aff(islCtx(), text + "] }");
     }
   auto withMarks = [&](isl::ast_build b) {
-    if (regs.any()) b = isl::manage(isl_ast_build_set_at_each_domain(b.release(), &StagingMarks::atDomain, &marks));
-    return staging.tiles.empty() ? b : isl::manage(isl_ast_build_set_after_each_mark(b.release(), &StagingMarks::after, &marks));
+    if (regs.any()) b = isl::manage(isl_ast_build_set_at_each_domain(b.release(), &AstCallbacks::atDomain, &marks));
+    return staging.tiles.empty() ? b : isl::manage(isl_ast_build_set_after_each_mark(b.release(), &AstCallbacks::after, &marks));
   };
   isl::ast_build build = withMarks(isl::ast_build::from_context(affineMappingContext(kc, ids)));
   AstPrinter printer;
