@@ -91,7 +91,8 @@ isl::schedule_node insertThreads(const isl::schedule_node &at, const isl::multi_
 }
 
 /// A reduction kernel whose threads own register tiles: `micro` is the point band tiled by the
-/// block sizes (its outer band, a thread's points; its inner one, the thread ids). The thread band
+/// block sizes (its outer band, a thread's points; its inner one, the thread ids), or, `blocked`,
+/// by the points a thread owns (outer, the thread ids; inner, the points). The thread band
 /// takes the place of both, and the points band sinks to each statement of the sequence below,
 /// under the update's reduced loops, marked `registers` (emit unrolls it): init all points, then
 /// for each reduced iteration update them all, then store them.
@@ -99,11 +100,12 @@ isl::schedule_node insertThreads(const isl::schedule_node &at, const isl::multi_
 /// init and the store, and in the update below the band of the reduced tiles, under a `shared`
 /// mark (there the block copies each tile's operands, all its threads together, before they
 /// split). Returns the tile band.
-isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark, bool staged) {
+isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark, bool staged, bool blocked) {
   isl::ctx ctx = islCtx();
   isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
   isl::schedule_node thread = micro.child(0);
   isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
+  if (blocked) std::swap(points, ids); // (the point band was tiled by the points a thread owns)
   isl::schedule_node seq = deleteNode(deleteNode(thread).parent()); // now at the sequence
   if (!staged) seq = insertThreads(seq, ids, threadsMark).child(0).child(0);
   int seqDepth = seq.tree_depth();
@@ -228,9 +230,12 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
           sharedTiles(in, statementsIn(in, dom), stagingPrefix(tileBand, kTiles), parallelPoints(dom, n), n, nullptr);
       for (const auto &t : tiles) kc.shared.push_back(t.tensor);
     }
+    bool blocked = sequence && whole && micro && options.points == "blocked";
+    if (blocked)
+      for (unsigned m = 0; m < n; ++m) bs = bs.set_at((int)m, isl::val(ctx, sz.tile[m] / sz.block[m]));
     point = point.as<isl::schedule_node_band>().tile(bs);
     if (sequence && whole && micro) {
-      node = registerTiles(point, "threads_" + join(axes, "_"), !kc.shared.empty());
+      node = registerTiles(point, "threads_" + join(axes, "_"), !kc.shared.empty(), blocked);
     } else {
       point = point.child(0).insert_mark(isl::id(ctx, "threads_" + join(axes, "_")));
       node = point.parent().parent();

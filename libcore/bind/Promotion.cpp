@@ -15,22 +15,33 @@ namespace polyk {
 
 namespace {
 
-/// True where a read of `tensor` by some statement moves along an outer tensor dim with the
-/// statement's dim `x` (the parallel member on threadIdx.x): neighbouring threads then read one
-/// column of the tile, a whole row apart.
-bool readsDownColumns(const Scop &s, const std::vector<std::string> &stmts, const std::string &tensor, unsigned x) {
+/// The innermost dim of `tensor`'s box, other than its last, along which some statement's read
+/// moves with the statement dim on threadIdx.x (the last member of `prefix`'s band of `members`):
+/// neighbouring threads read that far apart in the copy. -1 where there is none.
+int columnDim(const Scop &s, const std::vector<std::string> &stmts, const std::string &tensor, const isl::union_map &prefix,
+              unsigned members) {
   isl::ctx ctx = islCtx();
+  int out = -1;
   for (const auto &name : stmts) {
     const ScopStatement &st = *s.statement(name);
+    isl::set dom(ctx, st.domain);
+    isl::union_map mine = prefix.intersect_domain(isl::union_set(dom));
+    if (mine.is_empty() || members == 0) continue;
+    isl::pw_multi_aff at = isl::manage(isl_pw_multi_aff_from_map(isl_map_from_union_map(mine.copy())));
+    // (Gisted: the pieces' domains would count as involving every dim.)
+    isl::pw_aff xMember = isl::manage(isl_pw_aff_gist(at.get_at((int)members - 1).release(), dom.copy()));
     for (const auto &r : st.reads) {
       isl::map a(ctx, r);
-      if (a.range_tuple_id().name() != tensor || a.domain_tuple_dim() <= x) continue;
+      if (a.range_tuple_id().name() != tensor) continue;
       isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(a.copy()));
-      for (unsigned d = 0; d + 1 < a.range_tuple_dim(); ++d)
-        if (isl_pw_aff_involves_dims(pma.get_at((int)d).get(), isl_dim_in, x, 1) == isl_bool_true) return true;
+      for (unsigned x = 0; x < a.domain_tuple_dim(); ++x) {
+        if (isl_pw_aff_involves_dims(xMember.get(), isl_dim_in, x, 1) != isl_bool_true) continue;
+        for (unsigned d = 0; d + 1 < a.range_tuple_dim(); ++d)
+          if (isl_pw_aff_involves_dims(pma.get_at((int)d).get(), isl_dim_in, x, 1) == isl_bool_true) out = std::max(out, (int)d);
+      }
     }
   }
-  return false;
+  return out;
 }
 
 } // namespace
@@ -93,9 +104,13 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     for (unsigned d = 0; d < size.size(); ++d) tile.size.push_back(size.at((int)d).get_num_si());
     size_t n = tile.size.size();
     tile.stride.assign(n, 1);
-    long long row = tile.size[n - 1];
-    if (n > 1 && row % 2 == 0 && readsDownColumns(s, stmts, name, members - 1)) ++row; // bank padding
-    for (size_t d = n - 1; d-- > 0;) tile.stride[d] = tile.stride[d + 1] * (d + 1 == n - 1 ? row : tile.size[d + 1]);
+    // Bank padding: where neighbouring threads read along a box dim other than the last, that
+    // dim's stride is made odd (one element after each of its slices: a row of a 2-d box).
+    int column = columnDim(s, stmts, name, prefix, members);
+    for (size_t d = n - 1; d-- > 0;) {
+      tile.stride[d] = tile.stride[d + 1] * tile.size[d + 1];
+      if ((int)d == column && tile.stride[d] % 2 == 0) ++tile.stride[d];
+    }
     long long b = tile.elements() * dtypeBytes(t->type);
     if (choose && bytes + b > kSharedBytes) continue;
     bytes += b;

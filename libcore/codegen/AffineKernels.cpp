@@ -132,17 +132,6 @@ struct RegisterTile {
       if (p > 1) return true;
     return false;
   }
-  /// `[(((i) - 64 * b_y - t_y) / 16)][...]` for a statement whose first dims are `dims`: the point's
-  /// place in its thread's tile (constant once the tile's loops are unrolled).
-  std::string index(const std::vector<std::string> &dims) const {
-    std::string o;
-    for (size_t m = 0; m < points.size(); ++m) {
-      if (points[m] <= 1) continue;
-      o += "[(((" + dims[m] + ") - " + std::to_string(tile[m]) + " * b_" + axis[m] + " - t_" + axis[m] + ") / " +
-           std::to_string(block[m]) + ")]";
-    }
-    return o;
-  }
   std::string extents() const {
     std::string o;
     for (long long p : points)
@@ -270,7 +259,9 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
         if (tensor.padding) l += in + "  const float4 v = " + cond + " ? " + load + " : make_float4(" + padding + ", " + padding + ", " + padding + ", " + padding + ");\n";
         else l += in + "  if (!(" + cond + ")) continue;\n" + in + "  const float4 v = " + load + ";\n";
         // (Rows padded against bank conflicts leave the copy's rows unaligned: four stores.)
-        if (n == 1 || t.stride[n - 2] % 4 == 0) l += in + "  *(float4 *)&" + target + " = v;\n";
+        bool aligned = true;
+        for (size_t i = 0; i + 1 < n; ++i) aligned = aligned && t.stride[i] % 4 == 0;
+        if (aligned) l += in + "  *(float4 *)&" + target + " = v;\n";
         else
           for (int k = 0; k < 4; ++k)
             l += in + "  " + sharedName(t.tensor) + "[" + local + " + " + std::to_string(k) + "] = v." + "xyzw"[k] + ";\n";
@@ -418,7 +409,7 @@ struct AstCallbacks {
   /// At each call of a statement with register accumulators (`regStmts`), the accumulator's
   /// index in the thread's tile (RegisterTile::index as isl expressions of the AST's loops).
   const RegisterTile *regs = nullptr;
-  std::map<std::string, isl::multi_aff> regIndex; // per statement: its domain -> the point's place
+  std::map<std::string, isl::pw_multi_aff> regIndex; // per statement: its domain -> the point's place
 
   static isl_ast_node *atDomain(isl_ast_node *node, isl_ast_build *build, void *user) {
     auto *self = static_cast<AstCallbacks *>(user);
@@ -440,9 +431,7 @@ struct AstCallbacks {
       self->error = "no single instance of " + stmt + " at a call";
       return node;
     }
-    isl::multi_aff place = it->second;
-    isl_pw_multi_aff *at = isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_from_multi_aff(place.copy()),
-                                                                  isl_pw_multi_aff_from_map(inverse.copy()));
+    isl_pw_multi_aff *at = isl_pw_multi_aff_pullback_pw_multi_aff(it->second.copy(), isl_pw_multi_aff_from_map(inverse.copy()));
     std::string text;
     for (int d = 0; d < (int)isl_pw_multi_aff_dim(at, isl_dim_out); ++d) {
       isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, isl_pw_multi_aff_get_pw_aff(at, d));
@@ -500,9 +489,23 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   AstCallbacks marks;
   marks.staging = &staging;
   if (!staging.tiles.empty()) marks.prefix = staging.prefix;
-  if (regs.any())
+  if (regs.any()) {
+    // A point's place in its thread's tile: the `registers` bands' values, of the members with
+    // several points (bind built them: floor(d / B) - (T / B) floor(d / T) for cyclic points).
+    isl::union_map places = isl::union_map::empty(islCtx());
+    findMark(bound, "kernel_" + std::to_string(k)).foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+      if (n.isa<isl::schedule_node_mark>() && markName(n) == "registers" && n.child(0).isa<isl::schedule_node_band>())
+        places = places.unite(isl::union_map::from(n.child(0).as<isl::schedule_node_band>().get_partial_schedule()));
+      return true;
+    });
+    std::string pick = "{ [";
+    for (size_t m = 0; m < regs.points.size(); ++m) pick += (m ? ", " : "") + std::string("p") + std::to_string(m);
+    pick += "] -> [";
+    bool first = true;
+    for (size_t m = 0; m < regs.points.size(); ++m)
+      if (regs.points[m] > 1) pick += std::string(first ? "" : ", ") + "p" + std::to_string(m), first = false;
+    isl::multi_aff several(islCtx(), pick + "] }");
     for (const auto &name : kc.statements) {
-      // floor(d / B) - (T / B) floor(d / T) per member with several points: the point's place.
       const ScopStatement &st = *s.statement(name);
       bool accumulates = false; // (the statements whose macro takes the index: macros())
       for (const auto &t : kc.promoted) {
@@ -510,19 +513,12 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
         for (const auto &r : st.reads) accumulates |= isl::map(islCtx(), r).range_tuple_id().name() == t;
       }
       if (!accumulates) continue;
-      std::vector<std::string> dims = domainDims(st);
-      std::string text = "{ " + name + "[";
-      for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::string("d") + std::to_string(i);
-      text += "] -> [";
-      bool first = true;
-      for (size_t m = 0; m < regs.points.size(); ++m) {
-        if (regs.points[m] <= 1) continue;
-        text += std::string(first ? "" : ", ") + "floor(d" + std::to_string(m) + "/" + std::to_string(regs.block[m]) + ") - " +
-                std::to_string(regs.points[m]) + "*floor(d" + std::to_string(m) + "/" + std::to_string(regs.tile[m]) + ")";
-        first = false;
-      }
-      marks.regIndex[name] = isl::multi_aff(islCtx(), text + "] }");
+      isl::union_map mine = places.intersect_domain(isl::union_set(isl::set(islCtx(), st.domain)));
+      if (mine.is_empty()) throw std::logic_error(kc.name + ": " + name + " has accumulators but no registers band");
+      isl_pw_multi_aff *at = isl_pw_multi_aff_from_map(isl_map_from_union_map(mine.release()));
+      marks.regIndex[name] = isl::manage(isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_from_multi_aff(several.copy()), at));
     }
+  }
   auto withMarks = [&](isl::ast_build b) {
     if (regs.any()) b = isl::manage(isl_ast_build_set_at_each_domain(b.release(), &AstCallbacks::atDomain, &marks));
     return staging.tiles.empty() ? b : isl::manage(isl_ast_build_set_after_each_mark(b.release(), &AstCallbacks::after, &marks));

@@ -43,12 +43,15 @@ size_t parallelDims(const ScopStatement &st) {
 }
 
 /// `[{ S[i, j, k] -> [(i)]; T[i, j] -> [(i)] }, ...]`: dims `first` to `last` - 1 of each statement
-/// (parallel dims come first in every statement of a kernel).
-isl::multi_union_pw_aff bandOf(const std::vector<const ScopStatement *> &stmts, size_t first, size_t last) {
+/// (parallel dims come first in every statement of a kernel), member m taking dim `order[m]`
+/// where an order is given.
+isl::multi_union_pw_aff bandOf(const std::vector<const ScopStatement *> &stmts, size_t first, size_t last,
+                               const std::vector<size_t> &order = {}) {
   std::ostringstream os;
   os << "[";
-  for (size_t m = first; m < last; ++m) {
-    os << (m > first ? ", " : "") << "{ ";
+  for (size_t i = first; i < last; ++i) {
+    size_t m = order.empty() ? i : order[i];
+    os << (i > first ? ", " : "") << "{ ";
     bool firstStmt = true;
     for (const ScopStatement *st : stmts) {
       if (st->dims.size() < last) continue;
@@ -71,14 +74,14 @@ isl::schedule_node setBandFlags(isl::schedule_node node, bool coincident) {
 
 /// One kernel's tree: the parallel band over all its statements, then (a reduction) the sequence
 /// init, update (its reduced band), store.
-isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts) {
+isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts, const std::vector<size_t> &order) {
   isl::ctx ctx = islCtx();
   isl::union_set dom = isl::union_set::empty(ctx);
   for (const ScopStatement *st : stmts) dom = dom.unite(isl::union_set(isl::set(ctx, st->domain)));
   isl::schedule s = isl::schedule::from_domain(dom);
   size_t par = parallelDims(*stmts.front());
   isl::schedule_node node = s.get_root().child(0);
-  if (par > 0) node = setBandFlags(node.insert_partial_schedule(bandOf(stmts, 0, par)), true).child(0);
+  if (par > 0) node = setBandFlags(node.insert_partial_schedule(bandOf(stmts, 0, par, order)), true).child(0);
   if (stmts.size() > 1) {
     isl::union_set_list filters(ctx, (int)stmts.size());
     for (const ScopStatement *st : stmts) filters = filters.add(isl::union_set(isl::set(ctx, st->domain)));
@@ -92,6 +95,70 @@ isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts) {
     node = stmts.size() > 1 ? leaf.parent().parent() : leaf;
   }
   return node.schedule();
+}
+
+/// The operands of a reduction's update: its reads that move with the reduced dims (not the
+/// accumulator's), as functions of the statement's dims.
+std::vector<isl::pw_multi_aff> operands(const ScopStatement &update, size_t par) {
+  std::vector<isl::pw_multi_aff> out;
+  for (const auto &text : update.reads) {
+    isl::map a(islCtx(), text);
+    if (isl_map_involves_dims(a.get(), isl_dim_in, par, a.domain_tuple_dim() - par) != isl_bool_true) continue;
+    out.push_back(isl::manage(isl_pw_multi_aff_from_map(a.copy())));
+  }
+  return out;
+}
+
+unsigned outputs(const isl::pw_multi_aff &read) { return (unsigned)isl_pw_multi_aff_dim(read.get(), isl_dim_out); }
+
+bool moves(const isl::pw_multi_aff &read, unsigned sub, size_t dim) {
+  return isl_pw_aff_involves_dims(read.get_at((int)sub).get(), isl_dim_in, (unsigned)dim, 1) == isl_bool_true;
+}
+
+/// The order of a register-tiled kernel's parallel band (member -> statement dim), outermost first.
+/// The innermost parallel dim stays on x (the output's contiguous dim: its stores coalesce). On y
+/// goes a dim that moves no operand x moves (the other side of the product, as GEMM's i beside j),
+/// so each thread's register tile reuses the loads of both operands: first one that an operand's
+/// innermost subscript moves with (the staging copy then reads whole rows), else the innermost.
+/// The other dims keep their order, outside (abc-bda-dc: b, a, c; abcd-aebf-dfce: a, c, b, d).
+std::vector<size_t> bandOrder(const ScopStatement &update, size_t par) {
+  std::vector<size_t> order(par);
+  for (size_t m = 0; m < par; ++m) order[m] = m;
+  if (par < 3) return order;
+  std::vector<isl::pw_multi_aff> reads = operands(update, par);
+  auto movesAny = [&](size_t read, size_t dim) {
+    for (unsigned d = 0; d < outputs(reads[read]); ++d)
+      if (moves(reads[read], d, dim)) return true;
+    return false;
+  };
+  size_t x = par - 1, y = par;
+  bool yRow = false;
+  for (size_t p = 0; p < x; ++p) {
+    bool some = false, shared = false, row = false;
+    for (size_t r = 0; r < reads.size(); ++r) {
+      if (!movesAny(r, p)) continue;
+      some = true;
+      shared |= movesAny(r, x);
+      unsigned n = outputs(reads[r]);
+      row |= n > 0 && moves(reads[r], n - 1, p);
+    }
+    if (!some || shared) continue;
+    if (y == par || row || !yRow) y = p, yRow = row;
+  }
+  if (y == par) return order;
+  order.erase(order.begin() + (long)y);
+  order.insert(order.end() - 1, y);
+  // Just outside y (threads along z where x and y leave room), an operand's row dim.
+  for (size_t i = par - 2; i-- > 0;) {
+    size_t p = order[i];
+    bool row = false;
+    for (const auto &r : reads) row |= outputs(r) > 0 && moves(r, outputs(r) - 1, p);
+    if (!row) continue;
+    order.erase(order.begin() + (long)i);
+    order.insert(order.end() - 2, p);
+    break;
+  }
+  return order;
 }
 
 constexpr long long kSMs = 132; // H100 SXM
@@ -120,6 +187,17 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
   long long bx = std::min<long long>(reduction ? 16 : 32, pow2Ceil(extent[n - 1]));
   long long by = std::min<long long>(256 / bx, pow2Ceil(extent[n - 2]));
   if (reduction) by = std::min<long long>(by, 16);
+  if (reduction && n > 2 && pow2Ceil(extent[n - 1]) <= bx) {
+    // A short x: 2 points a thread along it, 8 along y, so the tile still reuses loads
+    // (abcdef-gdab-efgc: 16 x 16 outputs as 8 x 2 threads, 16 more along z: 122 us; 16 x 4
+    // threads 203 us; bench/results/2026-11-24-h100-contraction-sizes.txt).
+    bx = std::max<long long>(1, bx / 2);
+    by = std::max<long long>(1, std::min<long long>(by, pow2Ceil(extent[n - 2]) / 8));
+  } else if (reduction && extent[n - 2] % 8 == 0 && extent[n - 2] < 4 * by) {
+    // A y of a few whole blocks of 8: 8 threads with 4 to 7 points each (abcd-aebf-dfce's 48: 6,
+    // with 2 threads along z, 1368 us; 16 threads with 3 points 1523 us).
+    by = 8;
+  }
   s.block[n - 1] = s.tile[n - 1] = bx;
   s.block[n - 2] = s.tile[n - 2] = by;
   if (reduction) {
@@ -130,20 +208,31 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     };
     // Register tiles along x and y only: along the outer (z) members too, isl took seconds to
     // build the kernels of a 6-dim contraction (abcdef-gdab-efgc: 1.2 s, 10 s under ASan).
+    // (An extent of a few blocks but not a power of 2 takes whole blocks: abcd-aebf-dfce's 48 is
+    // 3 points of 16 threads, not 4 with one always outside.)
     for (size_t m = n >= 2 ? n - 2 : 0; m < n; ++m)
       for (long long r = 8; r > 1; r /= 2)
-        if (s.block[m] * r <= pow2Ceil(extent[m])) {
+        if (extent[m] != pow2Ceil(extent[m]) && extent[m] % s.block[m] == 0 && extent[m] / s.block[m] <= r &&
+            extent[m] / s.block[m] > r / 2) {
+          s.tile[m] = extent[m];
+          break;
+        } else if (s.block[m] * r <= pow2Ceil(extent[m])) {
           s.tile[m] = s.block[m] * r;
           break;
         }
+    // Fewer than 256 threads: the next member outside takes threads along z (bandOrder puts there
+    // a dim along which an operand's rows run, for its staging copy: abcdef-gdab-efgc's c).
+    if (n > 2 && bx * by < 256)
+      s.block[n - 3] = s.tile[n - 3] = std::min<long long>(256 / (bx * by), pow2Ceil(extent[n - 3]));
     // At most 64 accumulators a thread (registers), outer members' tiles halved first.
     auto points = [&] {
       long long p = 1;
       for (size_t m = 0; m < n; ++m) p *= s.tile[m] / s.block[m];
       return p;
     };
+    auto halve = [&](size_t m) { s.tile[m] = s.block[m] * std::max<long long>(1, s.tile[m] / s.block[m] / 2); };
     for (size_t m = 0; m < n && points() > 64; ++m)
-      while (points() > 64 && s.tile[m] > s.block[m]) s.tile[m] /= 2;
+      while (points() > 64 && s.tile[m] > s.block[m]) halve(m);
     // Fewer blocks than SMs: halve the largest register tile, inner members first. (The operands
     // of a reduced tile are staged in shared memory, so a large tile rereads little: GEMM 4096^3
     // with 8 x 8 points 5288 us, 4 x 4 6181 us; 1024^3 with 4 x 4 points, 256 blocks, 126 us, 4 x 2
@@ -157,7 +246,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
       for (size_t m = n; m-- > 0;)
         if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
       if (best == n) break;
-      s.tile[best] /= 2;
+      halve(best);
     }
   }
   if (shape == Shape::Stencil && n > 2) {
@@ -201,36 +290,47 @@ isl::schedule_node tileReducedBand(isl::schedule_node tiles, const std::vector<l
   return seq.ancestor(seq.tree_depth() - depth);
 }
 
-/// Iterations of the innermost reduced dim a reduced tile takes: about 8 KiB of operands a block
-/// reads per tile, between 16 and 256 (a power of 2). Per iteration, a read that moves with the
-/// reduced dims touches, of each of its tensor's dims, the tile's extent along the parallel dims
-/// it moves with (1 for the others); each tensor counts once, at its largest read. GEMM with 64 x
-/// 64 tiles reads 512 bytes an iteration (16); N-body's masses and positions about 20 (256: 62.0
-/// ms, 72.4 ms with 16; bench/results/2026-11-24-h100-nbody-reduce-tiles.txt).
-long long reducedTile(const Scop &scop, const ScopStatement &update, size_t par, const std::vector<long long> &tile) {
-  isl::ctx ctx = islCtx();
+/// A reduced tile's iterations per reduced dim. A reduced dim (other than the innermost) that an
+/// operand's innermost subscript moves with takes 8, so that the staging copy reads rows of 32
+/// bytes (abcd-aebf-dfce: B(d, f, c, e) along e). The innermost takes about 8 KiB of operands a
+/// block reads per tile, between 16 (8 where another reduced dim is tiled) and 256, a power of
+/// 2. Per iteration, an operand touches, of each of its tensor's dims, the tile's extent along
+/// the parallel dims it moves with (1 for the others), or the reduced tile's; each tensor counts
+/// once, at its largest read. GEMM with 64 x 64 tiles reads 512 bytes an iteration (16); N-body's
+/// masses and positions about 20 (256: 62.0 ms, 72.4 ms with 16;
+/// bench/results/2026-11-24-h100-nbody-reduce-tiles.txt). `tile` and `extent`: per statement dim.
+std::vector<long long> reducedTiles(const Scop &scop, const ScopStatement &update, size_t par, const std::vector<long long> &tile,
+                                    const std::vector<long long> &extent) {
+  size_t n = update.dims.size();
+  std::vector<long long> reduce(n - par, 1);
+  if (reduce.empty()) return reduce;
+  std::vector<isl::pw_multi_aff> reads = operands(update, par);
+  bool other = false;
+  for (const auto &r : reads) {
+    unsigned last = outputs(r) - 1;
+    for (size_t d = par; d + 1 < n; ++d)
+      if (outputs(r) > 0 && moves(r, last, d)) reduce[d - par] = std::min<long long>(8, extent[d]), other = true;
+  }
   std::map<std::string, long long> elements;
-  for (const auto &text : update.reads) {
-    isl::map a(ctx, text);
-    isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(a.copy()));
-    bool moves = false;
+  for (const auto &r : reads) {
     long long e = 1;
-    for (unsigned d = 0; d < a.range_tuple_dim(); ++d) {
-      isl::pw_aff sub = pma.get_at((int)d);
-      moves |= isl_pw_aff_involves_dims(sub.get(), isl_dim_in, par, a.domain_tuple_dim() - par) == isl_bool_true;
+    for (unsigned sub = 0; sub < outputs(r); ++sub) {
       long long along = 1;
-      for (size_t m = 0; m < par && m < tile.size(); ++m)
-        if (isl_pw_aff_involves_dims(sub.get(), isl_dim_in, m, 1) == isl_bool_true) along = std::max(along, tile[m]);
+      for (size_t d = 0; d + 1 < n; ++d)
+        if (moves(r, sub, d)) along = std::max(along, d < par ? tile[d] : reduce[d - par]);
       e *= along;
     }
-    std::string t = a.range_tuple_id().name();
-    if (moves) elements[t] = std::max(elements[t], e);
+    isl_id *id = isl_pw_multi_aff_get_tuple_id(r.get(), isl_dim_out);
+    std::string t = isl_id_get_name(id);
+    isl_id_free(id);
+    elements[t] = std::max(elements[t], e);
   }
   long long bytes = 0;
   for (const auto &[t, e] : elements) bytes += e * dtypeBytes(scop.tensor(t)->type);
-  long long kt = 16;
+  long long kt = other ? 8 : 16;
   while (kt < 256 && bytes * kt * 2 <= 8192) kt *= 2;
-  return kt;
+  reduce.back() = std::min<long long>(kt, std::max<long long>(1, extent[n - 1]));
+  return reduce;
 }
 
 /// Extents of a statement's first `n` dims at the parameters' values.
@@ -248,9 +348,30 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
   auto kernels = kernelsOf(scop);
 
-  isl::schedule full;
+  // Each kernel's shape, and the order of its band's members.
+  std::vector<Shape> shapes;
+  std::vector<std::vector<size_t>> orders;
   for (const auto &k : kernels) {
-    isl::schedule one = kernelSchedule(k);
+    size_t par = parallelDims(*k.front());
+    bool reduction = false, padded = false;
+    const ScopStatement *update = nullptr;
+    for (const ScopStatement *st : k) {
+      if (st->dims.size() > par) reduction = true, update = st;
+      for (const auto &r : st->reads) {
+        const TensorDecl *t = scop.tensor(isl::map(ctx, r).range_tuple_id().name());
+        padded |= t && t->padding.has_value();
+      }
+    }
+    // Register tiles for reductions, except over padded reads (convolutions): there the guarded
+    // loads of a tile's points share little, and the tiles measured slower on the H100 (conv Y2
+    // 433 -> 859 us, D2 50 -> 76 us; bench/results/2026-11-24-h100-affine-tiles-gpu-check.txt).
+    shapes.push_back(!reduction ? Shape::Stencil : padded ? Shape::Plain : Shape::Registers);
+    orders.push_back(shapes.back() == Shape::Registers ? bandOrder(*update, par) : std::vector<size_t>{});
+  }
+
+  isl::schedule full;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    isl::schedule one = kernelSchedule(kernels[k], orders[k]);
     full = full.is_null() ? one : isl::manage(isl_schedule_sequence(full.release(), one.release()));
   }
 
@@ -286,19 +407,14 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
       continue;
     }
-    bool reduction = false, padded = false;
-    for (const ScopStatement *st : kernels[k]) {
-      reduction |= st->dims.size() > par;
-      for (const auto &r : st->reads) {
-        const TensorDecl *t = scop.tensor(isl::map(ctx, r).range_tuple_id().name());
-        padded |= t && t->padding.has_value();
-      }
+    Shape shape = shapes[k];
+    const std::vector<size_t> &order = orders[k];
+    std::vector<long long> extents = extentsAtDefaults(scop, *kernels[k].front(), par);
+    if (!order.empty()) {
+      std::vector<long long> dims = extents;
+      for (size_t m = 0; m < par; ++m) extents[m] = dims[order[m]];
     }
-    // Register tiles for reductions, except over padded reads (convolutions): there the guarded
-    // loads of a tile's points share little, and the tiles measured slower on the H100 (conv Y2
-    // 433 -> 859 us, D2 50 -> 76 us; bench/results/2026-11-24-h100-affine-tiles-gpu-check.txt).
-    Shape shape = !reduction ? Shape::Stencil : padded ? Shape::Plain : Shape::Registers;
-    KernelSizes sz = affineSizes(extentsAtDefaults(scop, *kernels[k].front(), par), shape);
+    KernelSizes sz = affineSizes(extents, shape);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;
@@ -314,9 +430,9 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       if (st->dims.size() > par) update = st;
     size_t reducedDims = update ? update->dims.size() - par : 0;
     if (shape == Shape::Registers && update) {
-      std::vector<long long> all = extentsAtDefaults(scop, *update, update->dims.size());
-      sz.reduce.assign(reducedDims, 1);
-      sz.reduce.back() = std::min<long long>(reducedTile(scop, *update, par, sz.tile), std::max<long long>(1, all.back()));
+      std::vector<long long> tileByDim = sz.tile;
+      for (size_t m = 0; m < order.size(); ++m) tileByDim[order[m]] = sz.tile[m];
+      sz.reduce = reducedTiles(scop, *update, par, tileByDim, extentsAtDefaults(scop, *update, update->dims.size()));
     }
     if (auto it = requested.find((int)k); it != requested.end() && !it->second.reduce.empty()) {
       if (it->second.reduce.size() != reducedDims)

@@ -58,7 +58,9 @@ TEST(Affine, OuterDimsFoldIntoZAndAccumulatorsGoToRegisters) {
   Scop s = flatten(program("  A: {type: f32, shape: [4, 5, 6, 7], role: input}\n  B: {type: f32, shape: [7, 3], role: input}\n"
                            "  C: {type: f32, shape: [4, 5, 6, 3], role: output}\n",
                            "  - C(a, b, c, d) +=! A(a, b, c, e) * B(e, d)\n"));
-  Scop b = bind(schedule(s, {}), {});
+  ScheduleOptions o;
+  o.sizes = "{ kernel[0] -> tile[1, 1, 8, 4]; kernel[0] -> block[1, 1, 8, 4] }";
+  Scop b = bind(schedule(s, o), {});
   ASSERT_EQ(b.kernels.size(), 1u);
   EXPECT_EQ(b.kernels[0].grid[2], "20"); // a and b, 4 * 5 tiles of one
   EXPECT_EQ(b.kernels[0].promoted, (std::vector<std::string>{"C_acc"}));

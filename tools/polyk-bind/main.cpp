@@ -15,6 +15,10 @@ int main(int argc, char **argv) {
                                           "stage reused operands of tiled reductions in shared memory (affine path): "
                                           "auto (where they fit) or off")
                                ->check(CLI::IsMember({"auto", "off"}));
+                           app.add_option("--points", opts.points,
+                                          "which points of a register tile each thread owns (affine path): cyclic "
+                                          "(t, t + block, ...) or blocked (consecutive)")
+                               ->check(CLI::IsMember({"cyclic", "blocked"}));
                          },
                          [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
                            return polyk::writeBound(polyk::bind(polyk::readSchedule(in.text, in.displayName), opts));

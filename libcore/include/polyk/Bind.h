@@ -19,6 +19,10 @@ struct BindOptions {
   /// Shared-memory staging on the affine path (Promotion.h): "auto" stages the reused operands of
   /// each kernel whose reduced band is tiled (`reduce` sizes) where they fit, "off" none.
   std::string shared = "auto";
+  /// Which points of a register tile a thread owns (affine path): "cyclic", one every block size
+  /// (t, t + B, ...), or "blocked", consecutive ones (P t, P t + 1, ...: a thread's operands lie
+  /// side by side in shared memory, where 4 of them can be read as one vector).
+  std::string points = "cyclic";
 };
 
 Scop bind(const Scop &scheduled, const BindOptions &options);
