@@ -252,8 +252,36 @@ std::set<std::string> streamedTensors(const Scop &s, const KernelConfig &kc, con
 /// registers across the barriers (softmax: x read once instead of three times).
 /// `kept`: in a fused kernel, the reductions of this part whose results later parts read (their
 /// row's or column's result goes to every thread of it), and the reads of earlier parts' results.
+/// The params a kernel's vector instance assumes multiples of its V: the symbolic innermost
+/// extents of the inputs its statements read, where it reads vectors (an x-reduce along a
+/// symbolic extent: Schedule.cpp, vectorWidth). Empty for constant extents.
+std::map<std::string, int> divisibleParams(const Scop &s, const KernelConfig &kc) {
+  std::map<std::string, int> out;
+  auto sizes = parseSizes(s.sizes);
+  int k = (int)(&kc - s.kernels.data());
+  if (!sizes.count(k) || sizes[k].vector <= 1) return out;
+  for (const auto &name : kc.statements) {
+    const ScopStatement &st = *s.statement(name);
+    for (const auto &a : st.reads) {
+      const TensorDecl *t = s.tensor(isl::map(islCtx(), a).range_tuple_id().name());
+      if (!t || t->role != Role::Input || t->shape.empty() || t->shape.back().param.empty()) continue;
+      int &v = out[t->shape.back().param];
+      v = std::max(v, (int)sizes[k].vector);
+    }
+  }
+  return out;
+}
+
+/// `K % 4 == 0 && ...`; "" where there is none.
+std::string divisibleTest(const std::map<std::string, int> &params) {
+  std::string o;
+  for (const auto &[p, v] : params) o += (o.empty() ? "" : " && ") + p + " % " + std::to_string(v) + " == 0";
+  return o;
+}
+
 std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelConfig &kc, Dialect d,
-                       const EmitOptions &opt, bool vectors = false, bool fused = false, const KeptResults &kept = {}) {
+                       const EmitOptions &opt, bool vectors = false, bool fused = false, const KeptResults &kept = {},
+                       const std::map<std::string, int> &divisible = {}) {
   AstPrinter printer;
   printer.user = [](const std::string &stmt, const std::vector<std::string> &args) {
     std::string c = stmt + "(";
@@ -271,9 +299,13 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   isl::union_set dom = isl::union_set::empty(islCtx());
   for (const auto &name : kc.statements) dom = dom.unite(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
   isl::schedule restricted = isl::manage(isl_schedule_intersect_domain(mapped.copy(), dom.release()));
-  isl::ast_build build = isl::ast_build::from_context(mappingContext({kc}));
+  isl::set context = mappingContext({kc});
+  for (const auto &[p, v] : divisible)
+    context = context.intersect_params(isl::set(islCtx(), "[" + p + "] -> { : " + p + " mod " + std::to_string(v) + " = 0 }"));
+  isl::ast_build build = isl::ast_build::from_context(context);
   std::set<std::string> promoted = promotedTensors(s);
   VectorReads vr(s, promoted);
+  if (!divisible.empty()) vr.assume(context.params());
   // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
   vectors = vectors && !singleThread(kc);
   if (vectors) build = vr.attach(build);
@@ -534,7 +566,13 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       o += kernelMacros(s, kc, Dialect::C, promoted, opt);
       o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
            std::to_string(kc.block[0]) + "; ++t_x) {\n";
-      o += kernelCode(s, mapped, kc, Dialect::C, opt, vectors) + "  }\n" + undefMacros(s);
+      std::map<std::string, int> divisible = divisibleParams(s, kc);
+      if (divisible.empty())
+        o += kernelCode(s, mapped, kc, Dialect::C, opt, vectors);
+      else
+        o += "  if (" + divisibleTest(divisible) + ") {\n" + kernelCode(s, mapped, kc, Dialect::C, opt, vectors, false, {}, divisible) +
+             "  } else {\n" + kernelCode(s, mapped, kc, Dialect::C, opt, vectors) + "  }\n";
+      o += "  }\n" + undefMacros(s);
     }
     o += "  }\n";
     for (const ScopStatement *st : reductions) {
@@ -581,16 +619,32 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
         std::string T = cudaStorageType(out.type);
         o += "  " + T + " kept_" + out.name + " = " + T + "();\n";
       }
-    if (group.size() == 1) o += kernelCode(s, mapped, first, Dialect::Cuda, opt, vectors);
-    for (size_t j = 0; group.size() > 1 && j < group.size(); ++j) {
-      const KernelConfig &kc = s.kernels[group[j]];
-      if (j > 0) {
-        // Each block reads only what it wrote itself (KernelFusion.cpp): a barrier suffices.
-        o += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
-        o += undefMacros(s) + kernelMacros(s, kc, Dialect::Cuda, promoted, opt, kept[j].read);
-        runsInside[group[j]] = first.name;
+    // A kernel whose vectors run along a symbolic extent: its aligned instance is built knowing
+    // the extent a multiple of V (the launcher checks it), the other without.
+    std::map<std::string, int> divisible;
+    for (size_t k : group)
+      for (const auto &[p, v] : divisibleParams(s, s.kernels[k])) divisible[p] = std::max(divisible[p], v);
+    auto body = [&](const std::map<std::string, int> &div) {
+      std::string b;
+      if (group.size() == 1) b += kernelCode(s, mapped, first, Dialect::Cuda, opt, vectors, false, {}, div);
+      for (size_t j = 0; group.size() > 1 && j < group.size(); ++j) {
+        const KernelConfig &kc = s.kernels[group[j]];
+        if (j > 0) {
+          // Each block reads only what it wrote itself (KernelFusion.cpp): a barrier suffices.
+          b += "  __syncthreads(); /* " + kc.name + ", fused: on this block's own results */\n";
+          b += undefMacros(s) + kernelMacros(s, kc, Dialect::Cuda, promoted, opt, kept[j].read);
+          runsInside[group[j]] = first.name;
+        }
+        b += "  {\n" + kernelCode(s, mapped, kc, Dialect::Cuda, opt, vectors, true, kept[j], div) + "  }\n";
       }
-      o += "  {\n" + kernelCode(s, mapped, kc, Dialect::Cuda, opt, vectors, true, kept[j]) + "  }\n";
+      return b;
+    };
+    if (divisible.empty()) {
+      o += body({});
+    } else {
+      std::string aligned = body(divisible);
+      if (group.size() > 1) aligned += undefMacros(s) + kernelMacros(s, first, Dialect::Cuda, promoted, opt);
+      o += "  if constexpr (POLYK_ALIGNED) {\n" + aligned + "  } else {\n" + body({}) + "  }\n";
     }
     o += "}\n" + undefMacros(s) + "\n";
   }
@@ -604,6 +658,10 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     o += "  const bool aligned = true";
     for (const auto &t : s.tensors)
       if (t.role != Role::Temporary) o += " && (uintptr_t)" + t.name + " % 16 == 0";
+    std::map<std::string, int> divisible;
+    for (const auto &kc : s.kernels)
+      for (const auto &[p, v] : divisibleParams(s, kc)) divisible[p] = std::max(divisible[p], v);
+    if (!divisible.empty()) o += " && " + divisibleTest(divisible);
     o += ";\n";
   }
   for (const auto &t : s.tensors) {

@@ -65,6 +65,9 @@ bool readsRowResult(const Scop &s, const isl::schedule &mapped, const KernelConf
 class VectorReads {
 public:
   VectorReads(const Scop &s, const std::set<std::string> &promoted) : s_(s), promoted_(promoted) {}
+  /// Facts about the params the checks may assume (the AST's context: a symbolic extent a
+  /// multiple of V in a kernel's aligned instance).
+  void assume(const isl::set &params) { assumed_ = params; }
   /// The build, recording at each statement instance it reaches the bases of its accesses.
   isl::ast_build attach(const isl::ast_build &build);
   struct Read {
@@ -90,10 +93,14 @@ public:
   static int constantTrip(const isl::ast_node &forNode);
 
 private:
+  isl::set assumed_;
   struct Candidate {
     size_t access;
     isl::pw_aff base; // index - lane, over the schedule space
     std::string text;
+    /// A symbolic extent scales the outer subscripts: `base` is the innermost subscript's, and
+    /// the vector needs the innermost extent (this param) a multiple of V as well.
+    std::string rowParam;
   };
   struct Instance {
     std::string stmt, lane; // the statement, the innermost iterator

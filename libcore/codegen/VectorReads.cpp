@@ -55,7 +55,24 @@ isl::ast_build VectorReads::attach(const isl::ast_build &build) {
       const TensorDecl *t = s_.tensor(access.range_tuple_id().name());
       if (!t || t->role != Role::Input || promoted_.count(t->name)) continue;
       isl::pw_aff index = linearIndexAff(st->reads[k], *t);
-      if (index.is_null()) continue;
+      if (index.is_null()) {
+        // Symbolic extents scale the outer subscripts (not affine): the innermost subscript's base
+        // decides, given the innermost extent a multiple of V; Horner in C over the subscripts.
+        const Extent &row = t->shape.back();
+        if (row.param.empty() || assumed_.is_null()) continue;
+        isl::pw_multi_aff subs = isl::manage(isl_pw_multi_aff_from_map(access.release())).pullback(iterators);
+        size_t n = t->shape.size();
+        isl::pw_aff base = subs.at((int)n - 1).sub(lane);
+        bool fixed = same(base);
+        for (size_t d = 0; d + 1 < n; ++d) fixed = fixed && same(subs.at((int)d));
+        if (!fixed) continue;
+        std::string text = "(polyk_idx)(" + islExprToC(b.expr_from(subs.at(0)).get()) + ")";
+        for (size_t d = 1; d < n; ++d)
+          text = "(" + text + " * " + t->shape[d].str() + " + " +
+                 islExprToC(b.expr_from(d + 1 == n ? base : subs.at((int)d)).get()) + ")";
+        in.candidates.push_back({k, base, text, row.param});
+        continue;
+      }
       isl::pw_aff base = index.pullback(iterators).sub(lane);
       if (!same(base)) continue; // the base must not depend on the lane
       isl::ast_expr e = b.expr_from(base);
@@ -141,13 +158,19 @@ VectorReads::Loop VectorReads::loop(const isl::ast_node &forNode) {
     const ScopStatement *st = s_.statement(in.stmt);
     isl::val vv(islCtx(), v);
     auto multipleOfV = [&](const isl::pw_aff &base) {
-      return isl::manage(isl_pw_aff_non_zero_set(base.mod(vv).release())).is_empty();
+      isl::set off = isl::manage(isl_pw_aff_non_zero_set(base.mod(vv).release()));
+      if (!assumed_.is_null()) off = off.intersect_params(assumed_);
+      return off.is_empty();
     };
     for (const auto &c : in.candidates) {
       const TensorDecl *t = s_.tensor(isl::map(islCtx(), st->reads[c.access]).range_tuple_id().name());
       int bytes = dtypeBytes(t->type) * v;
       if (bytes != 4 && bytes != 8 && bytes != 16) continue;
       if (!multipleOfV(c.base)) continue;
+      if (!c.rowParam.empty()) {
+        isl::set off(islCtx(), "[" + c.rowParam + "] -> { : " + c.rowParam + " mod " + std::to_string(v) + " != 0 }");
+        if (!off.intersect_params(assumed_).is_empty()) continue;
+      }
       if (c.text.find(it) != std::string::npos) continue; // printed in terms of the lane after all
       result.reads.push_back({in.stmt, c.access, t->name, c.text});
     }

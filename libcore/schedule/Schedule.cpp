@@ -155,10 +155,13 @@ int narrowestBytes(const Scop &scop, const isl::union_set &dom) {
 /// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
 int vectorWidth(const BandShape &shape) {
   int c = shape.contiguous;
-  // A symbolic contiguous extent may not be a multiple of V; other symbolic extents do not matter
-  // (sg7: [B, 128, 768] over b and s reads 768 columns).
-  if (c < 0 || (c < (int)shape.symbolic.size() && shape.symbolic[c])) return 1;
   bool reduction = std::count(shape.reduced.begin(), shape.reduced.end(), true) > 0;
+  // A symbolic contiguous extent may not be a multiple of V: 1, except where the reduction runs
+  // along it (an x-reduce: GEMV's y(i) +=! A(i, k) * x(k)), whose vectors polyk-emit reads in a
+  // kernel instance the launcher runs only where the extent is a multiple of V (its value here
+  // decides V). Other symbolic extents do not matter (sg7: [B, 128, 768] over b and s reads 768
+  // columns).
+  if (c < 0 || (c < (int)shape.symbolic.size() && shape.symbolic[c] && !(reduction && shape.reduced[c]))) return 1;
   bool columns = reduction && !shape.reduced[c]; // a y-reduce: each thread owns V consecutive outputs
   if (!reduction && shape.extent.size() < 2) return 1;
   int narrowest = shape.elementBytes;
