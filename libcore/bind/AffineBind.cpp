@@ -230,7 +230,10 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
           sharedTiles(in, statementsIn(in, dom), stagingPrefix(tileBand, kTiles), parallelPoints(dom, n), n, nullptr);
       for (const auto &t : tiles) kc.shared.push_back(t.tensor);
     }
-    bool blocked = sequence && whole && micro && options.points == "blocked";
+    bool window = false;
+    for (const auto &name : kc.statements)
+      window = window || windowReduction(*in.statement(name), n);
+    bool blocked = sequence && whole && micro && (options.points == "blocked" || (options.points == "auto" && window));
     if (blocked)
       for (unsigned m = 0; m < n; ++m) bs = bs.set_at((int)m, isl::val(ctx, sz.tile[m] / sz.block[m]));
     point = point.as<isl::schedule_node_band>().tile(bs);

@@ -171,7 +171,7 @@ constexpr long long kSMs = 132; // H100 SXM
 /// runs outside it, so each operand loaded serves the tile's other points), at most 64 points,
 /// shrunk while the grid would have fewer blocks than SMs. Outer dims fold into the grid's
 /// z, their tiles doubled while z would exceed 65535 blocks.
-enum class Shape { Plain, Stencil, Registers };
+enum class Shape { Plain, Stencil, Registers, Window };
 
 KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
   bool reduction = shape == Shape::Registers;
@@ -343,6 +343,22 @@ std::vector<long long> extentsAtDefaults(const Scop &scop, const ScopStatement &
 
 } // namespace
 
+bool windowReduction(const ScopStatement &update, size_t par) {
+  size_t n = update.dims.size();
+  if (n <= par) return false;
+  std::vector<bool> window(n - par, false);
+  for (const auto &text : update.reads) {
+    isl::pw_multi_aff r = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), text).release()));
+    for (unsigned sub = 0; sub < outputs(r); ++sub) {
+      bool parallel = false;
+      for (size_t d = 0; d < par; ++d) parallel = parallel || moves(r, sub, d);
+      for (size_t d = par; d < n && parallel; ++d)
+        if (moves(r, sub, d)) window[d - par] = true;
+    }
+  }
+  return std::count(window.begin(), window.end(), false) == 0;
+}
+
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
@@ -365,7 +381,10 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // Register tiles for reductions, except over padded reads (convolutions): there the guarded
     // loads of a tile's points share little, and the tiles measured slower on the H100 (conv Y2
     // 433 -> 859 us, D2 50 -> 76 us; bench/results/2026-11-24-h100-affine-tiles-gpu-check.txt).
-    shapes.push_back(!reduction ? Shape::Stencil : padded ? Shape::Plain : Shape::Registers);
+    // A 2-d window reduction (Gaussian2D): register tiles of 8 x 2 points, its reads staged
+    // (polyk-bind gives each thread consecutive points, whose windows overlap: --points).
+    bool window = reduction && par == 2 && windowReduction(*update, par);
+    shapes.push_back(!reduction ? Shape::Stencil : window ? Shape::Window : padded ? Shape::Plain : Shape::Registers);
     orders.push_back(shapes.back() == Shape::Registers ? bandOrder(*update, par) : std::vector<size_t>{});
   }
 
@@ -415,6 +434,13 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       for (size_t m = 0; m < par; ++m) extents[m] = dims[order[m]];
     }
     KernelSizes sz = affineSizes(extents, shape);
+    if (shape == Shape::Window) {
+      // 64 x 64 outputs a block of 8 x 32 threads (Gaussian2D 8192^2: 527 -> 268 us; 32 x 64 292,
+      // 128 x 32 269, 64 x 128 351; bench/results/2026-11-24-h100-gaussian-window.txt).
+      sz.block = {8, 32};
+      sz.tile = {std::max<long long>(8, std::min<long long>(64, pow2Ceil(extents[0]))),
+                 std::max<long long>(32, std::min<long long>(64, pow2Ceil(extents[1])))};
+    }
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;
@@ -429,7 +455,11 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     for (const ScopStatement *st : kernels[k])
       if (st->dims.size() > par) update = st;
     size_t reducedDims = update ? update->dims.size() - par : 0;
-    if (shape == Shape::Registers && update) {
+    if (shape == Shape::Window && update) {
+      // The whole window in one reduced tile: the block stages its inputs once.
+      std::vector<long long> all = extentsAtDefaults(scop, *update, update->dims.size());
+      sz.reduce.assign(all.begin() + (long)par, all.end());
+    } else if (shape == Shape::Registers && update) {
       std::vector<long long> tileByDim = sz.tile;
       for (size_t m = 0; m < order.size(); ++m) tileByDim[order[m]] = sz.tile[m];
       sz.reduce = reducedTiles(scop, *update, par, tileByDim, extentsAtDefaults(scop, *update, update->dims.size()));

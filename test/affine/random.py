@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Random affine programs, drawn outside our examples: stencils with random offsets (kept inside by
 a `where` or read through padding), contractions with random index orders, strided and reversed
-reads, triangular reductions, every dtype and odd extents. Each goes through the whole pipeline,
+reads, triangular reductions, windows with weights (Gaussian2D's form), every dtype and odd
+extents, and a thread's register points cyclic or blocked. Each goes through the whole pipeline,
 then the sequential C of its schedule and the CUDA kernels' code on the CPU (`--target=c`,
 `--target=c-mapped`) run against the reference on random data, with two seeds.
 
@@ -113,7 +114,29 @@ statements:
 """
 
 
-KINDS = [stencil, contraction, strided, triangular]
+def window(r, n):
+    """A stencil with weights as a reduction (Gaussian2D's form): a window of random extents and
+    offsets, kept inside by a `where` or read through padding."""
+    ext = [r.randint(6, 40), r.randint(6, 40)]
+    win = [r.randint(1, 5), r.randint(1, 5)]
+    off = [r.randint(0, w - 1) for w in win]
+    dt = r.choice(["f32", "f64", "i32"])
+    padded = r.random() < 0.5
+    where = "" if padded else (f" where {off[0]} <= i < {ext[0] - win[0] + 1 + off[0]}, "
+                               f"{off[1]} <= j < {ext[1] - win[1] + 1 + off[1]}")
+    pad = ", padding: 0" if padded else ""
+    return f"""polyk: program/1
+name: rnd{n}
+tensors:
+  A: {{type: {dt}, shape: [{ext[0]}, {ext[1]}], role: input{pad}}}
+  W: {{type: {dt}, shape: [{win[0]}, {win[1]}], role: input}}
+  B: {{type: {dt}, shape: [{ext[0]}, {ext[1]}], role: output}}
+statements:
+  - "B(i, j) +=! A({term('i + u', -off[0])}, {term('j + v', -off[1])}) * W(u, v){where}"
+"""
+
+
+KINDS = [stencil, contraction, strided, triangular, window]
 
 
 def members(text):
@@ -153,7 +176,7 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def check(text, work, sizes):
+def check(text, work, sizes, bind=""):
     path = os.path.join(work, "p.yaml")
     with open(path, "w") as f:
         f.write(text)
@@ -162,7 +185,7 @@ def check(text, work, sizes):
         sizes = ""
     for target in ["c", "c-mapped"]:
         c = os.path.join(work, f"p.{target}.c")
-        env = {**os.environ, "POLYK_BIN": BIN, "SCHEDULE_OPTS": sizes}
+        env = {**os.environ, "POLYK_BIN": BIN, "SCHEDULE_OPTS": sizes, "BIND_OPTS": bind}
         p = run([f"{SRC}/pipelines/compile.sh", path, c, f"--target={target}", "--harness"], env=env)
         if p.returncode:
             return f"pipeline ({target}): {p.stderr.strip()}"
@@ -194,11 +217,14 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for n in range(count):
             text = KINDS[n % len(KINDS)](r, n)
-            sizes = random_sizes(r, members(text), reduced_dims(text) if KINDS[n % len(KINDS)] is contraction else 0)
-            err = check(text, work, sizes)
+            kind = KINDS[n % len(KINDS)]
+            sizes = random_sizes(r, members(text), reduced_dims(text) if kind in (contraction, window) else 0)
+            # Which points of a register tile a thread owns: polyk-bind's choice, or either.
+            bind = r.choice(["", "--points=cyclic", "--points=blocked"])
+            err = check(text, work, sizes, bind)
             if err:
                 failed += 1
-                print(f"FAIL program {n} (seed {seed}):\n{text}SCHEDULE_OPTS='{sizes}'\n{err}\n")
+                print(f"FAIL program {n} (seed {seed}):\n{text}SCHEDULE_OPTS='{sizes}' BIND_OPTS='{bind}'\n{err}\n")
             else:
                 shared = staged(text, work, sizes)
                 staging += shared

@@ -17,8 +17,9 @@ int main(int argc, char **argv) {
                                ->check(CLI::IsMember({"auto", "off"}));
                            app.add_option("--points", opts.points,
                                           "which points of a register tile each thread owns (affine path): cyclic "
-                                          "(t, t + block, ...) or blocked (consecutive)")
-                               ->check(CLI::IsMember({"cyclic", "blocked"}));
+                                          "(t, t + block, ...), blocked (consecutive), or auto (blocked for window "
+                                          "reductions such as a weighted stencil)")
+                               ->check(CLI::IsMember({"auto", "cyclic", "blocked"}));
                          },
                          [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
                            return polyk::writeBound(polyk::bind(polyk::readSchedule(in.text, in.displayName), opts));

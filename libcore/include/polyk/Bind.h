@@ -20,9 +20,10 @@ struct BindOptions {
   /// each kernel whose reduced band is tiled (`reduce` sizes) where they fit, "off" none.
   std::string shared = "auto";
   /// Which points of a register tile a thread owns (affine path): "cyclic", one every block size
-  /// (t, t + B, ...), or "blocked", consecutive ones (P t, P t + 1, ...: a thread's operands lie
-  /// side by side in shared memory, where 4 of them can be read as one vector).
-  std::string points = "cyclic";
+  /// (t, t + B, ...), or "blocked", consecutive ones (P t, P t + 1, ...: their windows overlap,
+  /// and a thread's operands lie side by side in shared memory). "auto": blocked for window
+  /// reductions (Schedule.h, windowReduction), cyclic otherwise.
+  std::string points = "auto";
 };
 
 Scop bind(const Scop &scheduled, const BindOptions &options);

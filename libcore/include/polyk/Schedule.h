@@ -51,6 +51,11 @@ BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band);
 /// For each member of `band`, the dim of statement `stmt` it depends on (-1: none or several).
 std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::string &stmt);
 
+/// A window reduction (affine path): every reduced dim of `update` moves some read's subscript
+/// together with a parallel dim (Gaussian2D's A(i + u - 2, j + v - 2): a stencil with weights),
+/// so neighbouring points of the parallel band read overlapping windows.
+bool windowReduction(const ScopStatement &update, size_t parallel);
+
 /// The analytical rule for default tile and block sizes (documented in docs/sizes.md).
 KernelSizes defaultSizes(const BandShape &band);
 
