@@ -31,6 +31,7 @@ runs() {
     panamera_sg7*) echo "-"; echo "B=1"; echo "B=3"; echo "B=200" ;;
     # Full size has a CPU reference of minutes: checked at a smaller size, timed unchecked.
     blas_gemm4096*) echo "M=1000 N=1030 K=999"; echo "check=0" ;;
+    contraction_abcd_aebf_dfce*) echo "S=20"; echo "check=0" ;;
     *) echo "-" ;;
   esac
 }
