@@ -123,10 +123,9 @@ isl::schedule isolateReducedTiles(const isl::schedule &sched, const Scop &scop) 
 }
 
 /// A register tile's dims: per member of the kernel's band, the points a thread owns (tile /
-/// block) and the ids of the member's block and thread.
+/// block).
 struct RegisterTile {
-  std::vector<long long> points, tile, block;
-  std::vector<std::string> axis; // x, y, z0, z1, ...
+  std::vector<long long> points;
   bool any() const {
     for (long long p : points)
       if (p > 1) return true;
@@ -146,24 +145,8 @@ RegisterTile registerTile(const Scop &s, int k, bool registers) {
   auto sizes = parseSizes(s.sizes, &s.at.sizes);
   const KernelSizes &sz = sizes[k];
   size_t n = sz.tile.size();
-  for (size_t m = 0; m < n; ++m) {
-    r.tile.push_back(sz.tile[m]);
-    r.block.push_back(sz.block[m]);
-    r.points.push_back(sz.tile[m] / sz.block[m]);
-    r.axis.push_back(m + 1 == n ? "x" : m + 2 == n ? "y" : "z" + std::to_string(m));
-  }
+  for (size_t m = 0; m < n; ++m) r.points.push_back(sz.tile[m] / sz.block[m]);
   return r;
-}
-
-std::vector<std::string> domainDims(const ScopStatement &st) {
-  isl::set dom(islCtx(), st.domain);
-  std::vector<std::string> v;
-  for (unsigned i = 0; i < dom.tuple_dim(); ++i) {
-    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
-    v.push_back(isl_id_get_name(id));
-    isl_id_free(id);
-  }
-  return v;
 }
 
 /// Replaces each whole word `word` of `text` with `with`.

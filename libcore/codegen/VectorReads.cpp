@@ -76,7 +76,7 @@ isl::ast_build VectorReads::attach(const isl::ast_build &build) {
       isl::pw_aff base = index.pullback(iterators).sub(lane);
       if (!same(base)) continue; // the base must not depend on the lane
       isl::ast_expr e = b.expr_from(base);
-      in.candidates.push_back({k, base, islExprToC(e.get())});
+      in.candidates.push_back({k, base, islExprToC(e.get()), ""});
     }
     // A reduction whose output moves with the innermost iterator (a y-reduce's vector of
     // columns): its thread owns one output per lane.

@@ -2,7 +2,7 @@
 """Validates polyk's file kinds against the JSON Schemas in schemas/.
 
 Usage: /usr/bin/python3 test/schemas/validate.py BIN_DIR SRC_DIR
-  BIN_DIR  directory with polyk-flatten, polyk-schedule, polyk-bind, polyk-emit (build/bin)
+  BIN_DIR  directory with polyk-flatten, polyk-schedule, polyk-bind, polyk-emit, polyk-tune (build/bin)
   SRC_DIR  polyk's source tree (with schemas/ and examples/)
 
 Checks, one line each:
@@ -13,6 +13,7 @@ Checks, one line each:
                            emit --kernel-info, every stage's output validated
   reject/CASE              a deliberately broken document that the schema must reject (and,
                            where a polyk tool reads that kind, the tool must reject too)
+  space/EXAMPLE            polyk-tune space's output for each example matches space/1
 The last line is `N passed, M failed`; the exit status is 1 when anything failed.
 
 Needs Debian's python3-yaml and python3-jsonschema (4.10 in Debian 12): it uses
@@ -35,6 +36,9 @@ import jsonschema
 import yaml
 
 KINDS = ["program", "scop", "schedule", "bound", "kernel"]
+# Kinds beside the pipeline: space/1 (polyk-tune space writes it from a program; polyk-tune
+# generate reads it).
+SIDE_KINDS = ["space"]
 # The polyk tool that reads each kind (kernel/1 has no reader among the stages).
 READER = {"program": "polyk-flatten", "scop": "polyk-schedule", "schedule": "polyk-bind", "bound": "polyk-emit"}
 TIMEOUT = 120
@@ -110,7 +114,7 @@ class Schemas:
         self.dir = pathlib.Path(src) / "schemas"
         self.schemas = {}
         self.problems = {}
-        for kind in KINDS:
+        for kind in KINDS + SIDE_KINDS:
             path = self.dir / f"{kind}.schema.yaml"
             try:
                 self.schemas[kind] = load_yaml(path.read_text())
@@ -323,6 +327,48 @@ def check_negatives(results, schemas, bin_dir, ex, tmp):
         results.ok(label)
 
 
+def check_spaces(results, schemas, bin_dir, src, programs, tmp):
+    """space/1: the example (valid, read by polyk-tune generate), polyk-tune space's output for
+    every example program, and broken spaces the schema and polyk-tune generate both reject."""
+    path = src / "schemas" / "examples" / "space.example.yaml"
+    if check_file(results, schemas, "example/space", "space", path):
+        rc, err = run_tool(bin_dir, "polyk-tune", ["generate", str(path)])
+        if rc == 0:
+            results.ok("example/space/reader")
+        else:
+            results.fail("example/space/reader", f"polyk-tune generate exited {rc}: {err}")
+    for program in programs:
+        label = str(program.relative_to(src / "examples").with_suffix(""))
+        out = os.path.join(tmp, label.replace("/", "_") + ".space.yaml")
+        rc, err = run_tool(bin_dir, "polyk-tune", ["space", str(program), "-o", out])
+        if rc != 0:
+            results.fail(f"space/{label}", f"polyk-tune space exited {rc}: {err}")
+            continue
+        check_file(results, schemas, f"space/{label}", "space", out)
+    ex = load_yaml(path.read_text())
+    broken = {
+        "space-missing-parameters": lambda d: d.pop("parameters"),
+        "space-values-and-expr": lambda d: d["parameters"][0].update(expr="1"),
+        "space-empty-values": lambda d: d["parameters"][0].update(values=[]),
+        "space-bad-name": lambda d: d["parameters"][0].update(name="3k"),
+        "space-wrong-header": lambda d: d.update(polyk="space/2"),
+    }
+    for name, edit in broken.items():
+        doc = copy.deepcopy(ex)
+        edit(doc)
+        label = f"reject/{name}"
+        if not schemas.errors("space", doc):
+            results.fail(label, "the space schema accepts it")
+            continue
+        f = os.path.join(tmp, f"{name}.yaml")
+        pathlib.Path(f).write_text(yaml.safe_dump(doc, sort_keys=False, width=1000))
+        rc, err = run_tool(bin_dir, "polyk-tune", ["generate", f])
+        if rc == 0:
+            results.fail(label, "the schema rejects it but polyk-tune generate accepts it")
+        else:
+            results.ok(label)
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -331,7 +377,7 @@ def main(argv):
     results = Results()
     schemas = Schemas(src)
 
-    for kind in KINDS:
+    for kind in KINDS + SIDE_KINDS:
         results.check(f"schema/{kind}", schemas.check(kind))
     if results.failed:
         print(f"{results.passed} passed, {results.failed} failed")
@@ -362,6 +408,8 @@ def main(argv):
             check_negatives(results, schemas, bin_dir, ex, tmp)
         else:
             results.fail("reject", "needs every example file to be valid")
+
+        check_spaces(results, schemas, bin_dir, src, programs, tmp)
 
     print(f"{results.passed} passed, {results.failed} failed")
     return 1 if results.failed else 0

@@ -1,0 +1,534 @@
+// polyk-tune's space (Tune.h): derivation from a program's default schedule, the space/1 file,
+// and ATF's generation (one tree per group of linked parameters).
+#include "polyk/Tune.h"
+
+#include "polyk/Bind.h"
+#include "polyk/Isl.h"
+#include "polyk/Schedule.h"
+#include "polyk/YamlIO.h"
+
+#include <isl/schedule_node.h>
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace polyk {
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+
+struct TuneExprParser {
+  TuneExpr &e;
+  const std::string &s;
+  const std::vector<std::string> &names;
+  const SourceLoc &at;
+  size_t p = 0;
+
+  [[noreturn]] void error(const std::string &what) { fail(at.shifted((int)p), what + " in \"" + s + "\""); }
+  void space() {
+    while (p < s.size() && std::isspace((unsigned char)s[p])) ++p;
+  }
+  bool eat(const std::string &t) {
+    space();
+    if (s.compare(p, t.size(), t) != 0) return false;
+    p += t.size();
+    return true;
+  }
+  int node(char op, long long v, int a = -1, int b = -1) {
+    e.nodes_.push_back({op, v, a, b});
+    return (int)e.nodes_.size() - 1;
+  }
+  int orExpr() {
+    int l = andExpr();
+    while (eat("||")) l = node('|', 0, l, andExpr());
+    return l;
+  }
+  int andExpr() {
+    int l = cmp();
+    while (eat("&&")) l = node('&', 0, l, cmp());
+    return l;
+  }
+  int cmp() {
+    int l = add();
+    static const std::pair<const char *, char> ops[] = {{"==", '='}, {"!=", '!'}, {"<=", 'l'}, {">=", 'g'}, {"<", '<'}, {">", '>'}};
+    for (const auto &[t, op] : ops)
+      if (eat(t)) return node(op, 0, l, add());
+    return l;
+  }
+  int add() {
+    int l = mul();
+    while (true) {
+      if (eat("+")) l = node('+', 0, l, mul());
+      else if (eat("-")) l = node('-', 0, l, mul());
+      else return l;
+    }
+  }
+  int mul() {
+    int l = unary();
+    while (true) {
+      if (eat("*")) l = node('*', 0, l, unary());
+      else if (eat("/")) l = node('/', 0, l, unary());
+      else if (eat("%")) l = node('%', 0, l, unary());
+      else return l;
+    }
+  }
+  int unary() {
+    if (eat("-")) return node('u', 0, unary());
+    if (eat("!")) return node('N', 0, unary());
+    return primary();
+  }
+  int primary() {
+    space();
+    if (eat("(")) {
+      int r = orExpr();
+      if (!eat(")")) error("expected ')'");
+      return r;
+    }
+    if (p < s.size() && std::isdigit((unsigned char)s[p])) {
+      size_t q = p;
+      while (q < s.size() && std::isdigit((unsigned char)s[q])) ++q;
+      if (q - p > 18) error("number too large");
+      long long v = std::stoll(s.substr(p, q - p));
+      p = q;
+      return node('n', v);
+    }
+    if (p < s.size() && (std::isalpha((unsigned char)s[p]) || s[p] == '_')) {
+      size_t q = p;
+      while (q < s.size() && (std::isalnum((unsigned char)s[q]) || s[q] == '_' || s[q] == '.')) ++q;
+      std::string name = s.substr(p, q - p);
+      auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end()) error("unknown parameter '" + name + "' (parameters are usable after their definition)");
+      int pos = (int)(it - names.begin());
+      p = q;
+      if (std::find(e.uses_.begin(), e.uses_.end(), pos) == e.uses_.end()) e.uses_.push_back(pos);
+      return node('v', pos);
+    }
+    error(p < s.size() ? std::string("unexpected '") + s[p] + "'" : "unexpected end");
+  }
+};
+
+TuneExpr::TuneExpr(const std::string &text, const std::vector<std::string> &names, const SourceLoc &at) {
+  TuneExprParser parser{*this, text, names, at};
+  root_ = parser.orExpr();
+  parser.space();
+  if (parser.p != text.size()) parser.error(std::string("unexpected '") + text[parser.p] + "'");
+}
+
+long long TuneExpr::eval(const std::vector<long long> &values, bool &ok) const {
+  ok = true;
+  return at(root_, values, ok);
+}
+
+long long TuneExpr::at(int n, const std::vector<long long> &values, bool &ok) const {
+  const Node &x = nodes_[(size_t)n];
+  if (x.op == 'n') return x.v;
+  if (x.op == 'v') return values[(size_t)x.v];
+  long long a = at(x.a, values, ok);
+  if (x.op == 'u') {
+    if (a == LLONG_MIN) ok = false;
+    return a == LLONG_MIN ? 0 : -a;
+  }
+  if (x.op == 'N') return !a;
+  if (x.op == '&' && !a) return 0;
+  if (x.op == '|' && a) return 1;
+  long long b = at(x.b, values, ok);
+  switch (x.op) {
+  case '+':
+  case '-':
+  case '*': {
+    // (An overflow, like a division by 0, violates the constraint.)
+    long long r = 0;
+    bool over = x.op == '+' ? __builtin_add_overflow(a, b, &r) : x.op == '-' ? __builtin_sub_overflow(a, b, &r) : __builtin_mul_overflow(a, b, &r);
+    if (over) ok = false;
+    return over ? 0 : r;
+  }
+  case '/':
+  case '%':
+    if (b == 0 || (a == LLONG_MIN && b == -1)) {
+      ok = false;
+      return 0;
+    }
+    return x.op == '/' ? a / b : a % b;
+  case '=': return a == b;
+  case '!': return a != b;
+  case '<': return a < b;
+  case '>': return a > b;
+  case 'l': return a <= b;
+  case 'g': return a >= b;
+  case '&':
+  case '|': return b != 0;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Derivation
+
+namespace {
+
+long long pow2Ceil(long long a) {
+  long long p = 1;
+  while (p < a) p *= 2;
+  return p;
+}
+
+/// Powers of 2 from 1 to `max`, and `extra` (a default that is not one).
+std::vector<long long> powers(long long max, long long extra) {
+  std::vector<long long> v;
+  for (long long p = 1; p <= max; p *= 2) v.push_back(p);
+  if (std::find(v.begin(), v.end(), extra) == v.end()) v.push_back(extra);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string product(const std::vector<std::string> &names) {
+  std::string o;
+  for (const auto &n : names) o += (o.empty() ? "" : " * ") + n;
+  return o.empty() ? "1" : o;
+}
+
+} // namespace
+
+Space deriveSpace(const Scop &flat) {
+  isl::ctx ctx = islCtx();
+  std::map<int, KernelSizes> used;
+  Scop sched = schedule(flat, {}, &used);
+  isl::schedule tree = readIslSchedule(sched.schedule);
+  isl::set params(ctx, paramDefaults(flat));
+  Space sp;
+  sp.name = flat.name;
+  auto param = [&](const std::string &name, std::vector<long long> values, long long fallback) {
+    SpaceParam p;
+    p.name = name;
+    p.values = std::move(values);
+    p.fallback = fallback;
+    sp.params.push_back(p);
+  };
+  auto derived = [&](const std::string &name, const std::string &expr, long long fallback) {
+    SpaceParam p;
+    p.name = name;
+    p.expr = expr;
+    p.fallback = fallback;
+    sp.params.push_back(p);
+  };
+  for (const auto &[k, sz] : used) {
+    isl::schedule_node band = findMark(tree, "kernel_" + std::to_string(k));
+    if (band.is_null()) continue;
+    band = band.child(0);
+    while (band.isa<isl::schedule_node_mark>()) band = band.child(0);
+    size_t n = sz.tile.size();
+    if (!band.isa<isl::schedule_node_band>() || n == 0) continue;
+    std::string K = "k" + std::to_string(k) + ".";
+    // Each member's extent: its tiles' range at the params' values, times the tile.
+    isl::union_set dom = nodeDomain(band).intersect_params(params);
+    isl::set tiles = isl::manage(isl_set_from_union_set(
+        isl::union_map::from(band.as<isl::schedule_node_band>().get_partial_schedule()).intersect_domain(dom).range().release()));
+    std::vector<long long> extent(n);
+    for (size_t m = 0; m < n; ++m)
+      extent[m] = (tiles.dim_max_val((int)m).get_num_si() - tiles.dim_min_val((int)m).get_num_si() + 1) * sz.tile[m];
+    bool affine = false;
+    for (const auto &st : flat.statements) affine = affine || st.form == Form::Affine;
+    std::vector<std::string> blocks, points;
+    if (affine) {
+      for (size_t m = 0; m < n; ++m) {
+        param(K + "tile." + std::to_string(m), powers(std::min<long long>(4096, pow2Ceil(extent[m])), sz.tile[m]), sz.tile[m]);
+        param(K + "block." + std::to_string(m), powers(std::min<long long>(1024, pow2Ceil(extent[m])), sz.block[m]), sz.block[m]);
+      }
+      for (size_t r = 0; r < sz.reduce.size(); ++r)
+        param(K + "reduce." + std::to_string(r), powers(256, sz.reduce[r]), sz.reduce[r]);
+      for (size_t m = 0; m < n; ++m) {
+        std::string t = K + "tile." + std::to_string(m), b = K + "block." + std::to_string(m);
+        sp.constraints.push_back(t + " % " + b + " == 0");
+        blocks.push_back(b);
+        points.push_back("(" + t + " / " + b + ")");
+      }
+      // Accumulators a thread keeps in registers (a model of the register limit).
+      sp.constraints.push_back(product(points) + " <= 64");
+      std::vector<std::string> z;
+      for (size_t m = 0; m + 2 < n; ++m) z.push_back(K + "block." + std::to_string(m));
+      if (!z.empty()) sp.constraints.push_back(product(z) + " <= 64");
+      // Blocks along y and z (at most 65535 each).
+      if (n >= 2)
+        sp.constraints.push_back("(" + std::to_string(extent[n - 2]) + " + " + K + "tile." + std::to_string(n - 2) + " - 1) / " + K +
+                                 "tile." + std::to_string(n - 2) + " <= 65535");
+      std::vector<std::string> zTiles;
+      for (size_t m = 0; m + 2 < n; ++m)
+        zTiles.push_back("((" + std::to_string(extent[m]) + " + " + K + "tile." + std::to_string(m) + " - 1) / " + K + "tile." +
+                         std::to_string(m) + ")");
+      if (!zTiles.empty()) sp.constraints.push_back(product(zTiles) + " <= 65535");
+    } else {
+      // The reduction path (docs/sizes.md, the invariants bind relies on): on a parallel member
+      // the tile is the block (times the vector on a y-reduce's contiguous member), on a reduced
+      // member a multiple of it.
+      BandShape shape = analyseBand(sched, band.as<isl::schedule_node_band>());
+      param(K + "vector", powers(16, sz.vector), sz.vector);
+      for (size_t m = 0; m < n; ++m)
+        param(K + "block." + std::to_string(m), powers(std::min<long long>(1024, pow2Ceil(extent[m])), sz.block[m]), sz.block[m]);
+      for (size_t m = 0; m < n; ++m) {
+        std::string t = K + "tile." + std::to_string(m), b = K + "block." + std::to_string(m);
+        bool reduced = m < shape.reduced.size() && shape.reduced[m];
+        bool contiguous = (int)m == shape.contiguous;
+        if (reduced) {
+          param(t, powers(std::min<long long>(1LL << 20, pow2Ceil(extent[m]) * 16), sz.tile[m]), sz.tile[m]);
+          sp.constraints.push_back(t + " % (" + b + (contiguous ? " * " + K + "vector" : "") + ") == 0");
+        } else {
+          derived(t, contiguous ? b + " * " + K + "vector" : b, sz.tile[m]);
+        }
+        blocks.push_back(b);
+      }
+      if (shape.contiguous < 0) sp.constraints.push_back(K + "vector == 1");
+      // A vector is one access of at most 16 bytes; a y-reduce's thread owns a whole vector of
+      // columns (polyk-emit rejects a partial one).
+      sp.constraints.push_back(K + "vector * " + std::to_string(shape.elementBytes) + " <= 16");
+      if (shape.contiguous >= 0 && !shape.reduced[(size_t)shape.contiguous] && n > 1)
+        sp.constraints.push_back(std::to_string(extent[(size_t)shape.contiguous]) + " % " + K + "vector == 0");
+    }
+    // Threads per block: at most 1024, and a warp where the band has as many points.
+    long long warp = 1;
+    for (long long e : extent) warp = std::min<long long>(32, warp * e);
+    sp.constraints.push_back(product(blocks) + " <= 1024");
+    sp.constraints.push_back(product(blocks) + " >= " + std::to_string(warp));
+  }
+  sp.constraintsAt.assign(sp.constraints.size(), SourceLoc{});
+  return sp;
+}
+
+// ---------------------------------------------------------------------------------------------
+// space/1
+
+std::string writeSpace(const Space &s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "polyk" << YAML::Value << "space/1";
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  out << YAML::Key << "parameters" << YAML::Value << YAML::BeginSeq;
+  for (const auto &p : s.params) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << p.name;
+    if (p.expr.empty()) {
+      out << YAML::Key << "values" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (long long v : p.values) out << v;
+      out << YAML::EndSeq;
+    } else {
+      out << YAML::Key << "expr" << YAML::Value;
+      emitQuoted(out, p.expr);
+    }
+    out << YAML::Key << "default" << YAML::Value << p.fallback << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
+  for (const auto &c : s.constraints) emitQuoted(out, c);
+  out << YAML::EndSeq << YAML::EndMap;
+  return finish(out);
+}
+
+Space readSpace(const std::string &text, const std::string &file) {
+  YamlDoc doc = parseYaml(text, file);
+  expectKind(doc, "space", 1);
+  Space s;
+  s.name = doc.str(doc.field(doc.root, "name"));
+  YAML::Node ps = doc.field(doc.root, "parameters");
+  if (!ps.IsSequence()) fail(doc.loc(ps), "parameters must be a list");
+  std::vector<std::string> names;
+  for (const auto &n : ps) {
+    if (!n.IsMap()) fail(doc.loc(n), "a parameter is a map {name, values | expr, default}");
+    SpaceParam p;
+    p.at = doc.loc(n);
+    p.name = doc.str(doc.field(n, "name"));
+    if (p.name.empty() || !(std::isalpha((unsigned char)p.name[0]) || p.name[0] == '_') ||
+        p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != std::string::npos)
+      fail(doc.valueLoc(n["name"]), "parameter name '" + p.name + "' is not a name (letters, digits, '_', '.')");
+    if (std::find(names.begin(), names.end(), p.name) != names.end()) fail(doc.valueLoc(n["name"]), "parameter '" + p.name + "' defined twice");
+    if (n["values"] && n["expr"]) fail(p.at, "parameter '" + p.name + "' has both values and expr");
+    if (n["values"]) {
+      const YAML::Node &vs = n["values"];
+      if (!vs.IsSequence() || vs.size() == 0) fail(doc.loc(vs), "values of '" + p.name + "' must be a non-empty list of integers");
+      for (const auto &v : vs) p.values.push_back(doc.integer(v));
+    } else if (n["expr"]) {
+      p.expr = doc.str(n["expr"]);
+      TuneExpr(p.expr, names, doc.valueLoc(n["expr"])); // checks it now, with the earlier names
+    } else {
+      fail(p.at, "parameter '" + p.name + "' needs values or expr");
+    }
+    if (n["default"]) p.fallback = doc.integer(n["default"]);
+    else if (!p.values.empty()) p.fallback = p.values.front();
+    names.push_back(p.name);
+    s.params.push_back(p);
+  }
+  if (YAML::Node cs = doc.root["constraints"]) {
+    if (!cs.IsSequence()) fail(doc.loc(cs), "constraints must be a list of expressions");
+    for (const auto &c : cs) {
+      s.constraints.push_back(doc.str(c));
+      s.constraintsAt.push_back(doc.valueLoc(c));
+      TuneExpr(s.constraints.back(), names, s.constraintsAt.back());
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation (ATF: chain of trees)
+
+Generated generateSpace(const Space &s, long long list, bool sample, unsigned seed, long long maxNodes) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> names;
+  for (const auto &p : s.params) names.push_back(p.name);
+  size_t np = s.params.size();
+  std::vector<TuneExpr> exprs, cons;
+  std::vector<int> exprOf(np, -1);
+  for (size_t i = 0; i < np; ++i)
+    if (!s.params[i].expr.empty()) {
+      exprOf[i] = (int)exprs.size();
+      exprs.emplace_back(s.params[i].expr, std::vector<std::string>(names.begin(), names.begin() + (long)i), s.params[i].at);
+    }
+  for (size_t c = 0; c < s.constraints.size(); ++c)
+    cons.emplace_back(s.constraints[c], names, c < s.constraintsAt.size() ? s.constraintsAt[c] : SourceLoc{});
+  // Groups: parameters linked by a constraint or an expression (union-find).
+  std::vector<int> parent(np);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::function<int(int)> root = [&](int x) { return parent[(size_t)x] == x ? x : parent[(size_t)x] = root(parent[(size_t)x]); };
+  auto link = [&](const std::vector<int> &uses, int also) {
+    for (int u : uses) parent[(size_t)root(u)] = root(also);
+  };
+  for (size_t i = 0; i < np; ++i)
+    if (exprOf[i] >= 0) link(exprs[(size_t)exprOf[i]].uses(), (int)i);
+  for (const auto &c : cons)
+    if (!c.uses().empty()) link(c.uses(), c.uses().front());
+  std::map<int, std::vector<int>> groups; // root -> its parameters, in file order
+  for (size_t i = 0; i < np; ++i) groups[root((int)i)].push_back((int)i);
+  // Each constraint is checked at its last parameter (file order: the tree's depth).
+  std::vector<std::vector<int>> checkAt(np);
+  for (size_t c = 0; c < cons.size(); ++c) {
+    if (cons[c].uses().empty()) continue;
+    checkAt[(size_t)*std::max_element(cons[c].uses().begin(), cons[c].uses().end())].push_back((int)c);
+  }
+  Generated g;
+  g.count = np == 0 ? 0 : 1;
+  std::vector<long long> values(np, 0);
+  std::vector<std::vector<std::vector<long long>>> leaves; // per group, its first `list` leaves
+  long long nodes = 0;
+  for (const auto &group : groups) {
+    const std::vector<int> &members = group.second; // (clang 14: lambdas capture no bindings)
+    long long count = 0;
+    std::vector<std::vector<long long>> mine;
+    std::function<void(size_t)> walk = [&](size_t d) {
+      if (++nodes > maxNodes)
+        fail(s.params.empty() ? SourceLoc{} : s.params.front().at,
+             "the space's trees take more than " + std::to_string(maxNodes) +
+                 " nodes to enumerate; constrain it more, or give its parameters fewer values");
+      if (d == members.size()) {
+        ++count;
+        if ((long long)mine.size() < (sample ? (1LL << 22) : list)) {
+          std::vector<long long> v;
+          for (int m : members) v.push_back(values[(size_t)m]);
+          mine.push_back(v);
+        }
+        return;
+      }
+      int p = members[d];
+      auto holds = [&] {
+        for (int c : checkAt[(size_t)p]) {
+          bool ok = true;
+          long long v = cons[(size_t)c].eval(values, ok);
+          if (!ok || v == 0) return false;
+        }
+        return true;
+      };
+      if (exprOf[(size_t)p] >= 0) {
+        bool ok = true;
+        values[(size_t)p] = exprs[(size_t)exprOf[(size_t)p]].eval(values, ok);
+        if (ok && holds()) walk(d + 1);
+        return;
+      }
+      for (long long v : s.params[(size_t)p].values) {
+        values[(size_t)p] = v;
+        if (holds()) walk(d + 1);
+      }
+    };
+    walk(0);
+    g.groupCounts.push_back(count);
+    g.count = count == 0 || g.count == 0 ? 0 : g.count * count;
+    leaves.push_back(mine);
+  }
+  std::vector<std::vector<int>> memberLists;
+  for (const auto &[r, members] : groups) memberLists.push_back(members);
+  if (sample) {
+    // Uniform over the product: a leaf of each tree, each uniform (trees of up to 2^22 leaves).
+    std::mt19937_64 rng(seed);
+    for (long long i = 0; i < list && g.count > 0; ++i) {
+      std::vector<long long> config(np, 0);
+      for (size_t t = 0; t < leaves.size(); ++t) {
+        const auto &leaf = leaves[t][(size_t)(rng() % leaves[t].size())];
+        for (size_t j = 0; j < memberLists[t].size(); ++j) config[(size_t)memberLists[t][j]] = leaf[j];
+      }
+      g.first.push_back(config);
+    }
+    list = 0;
+  }
+  // The first configurations of the product of the trees (the last tree varies fastest).
+  std::vector<size_t> odo(leaves.size(), 0);
+  bool any = !leaves.empty();
+  for (const auto &l : leaves) any = any && !l.empty();
+  while (any && (long long)g.first.size() < list) {
+    std::vector<long long> config(np, 0);
+    for (size_t t = 0; t < leaves.size(); ++t)
+      for (size_t j = 0; j < memberLists[t].size(); ++j) config[(size_t)memberLists[t][j]] = leaves[t][odo[t]][j];
+    g.first.push_back(config);
+    size_t t = leaves.size();
+    while (t-- > 0) {
+      if (++odo[t] < leaves[t].size()) break;
+      odo[t] = 0;
+    }
+    if (t == (size_t)-1) break;
+  }
+  // The defaults (polyk-schedule's choice) are a configuration of the space.
+  std::vector<long long> defaults(np, 0);
+  for (size_t i = 0; i < np; ++i) {
+    bool ok = true;
+    defaults[i] = exprOf[i] >= 0 ? exprs[(size_t)exprOf[i]].eval(defaults, ok) : s.params[i].fallback;
+    if (exprOf[i] < 0 && std::find(s.params[i].values.begin(), s.params[i].values.end(), defaults[i]) == s.params[i].values.end())
+      g.defaultViolates = s.params[i].name + " takes one of its values";
+  }
+  for (size_t c = 0; c < cons.size() && g.defaultViolates.empty(); ++c) {
+    bool ok = true;
+    if (cons[c].eval(defaults, ok) == 0 || !ok) g.defaultViolates = s.constraints[c];
+  }
+  g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return g;
+}
+
+std::string sizesOf(const Space &s, const std::vector<long long> &values) {
+  // kernel -> entry kind (tile, block, reduce, vector) -> member -> value
+  std::map<int, std::map<std::string, std::map<int, long long>>> k;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    const std::string &n = s.params[i].name;
+    if (n.size() < 2 || n[0] != 'k' || !std::isdigit((unsigned char)n[1])) continue;
+    size_t dot = n.find('.');
+    if (dot == std::string::npos) continue;
+    int kernel = std::stoi(n.substr(1, dot - 1));
+    std::string rest = n.substr(dot + 1);
+    size_t dot2 = rest.find('.');
+    std::string kind = rest.substr(0, dot2);
+    int member = dot2 == std::string::npos ? 0 : std::stoi(rest.substr(dot2 + 1));
+    k[kernel][kind][member] = values[i];
+  }
+  std::string o = "{ ";
+  bool first = true;
+  for (const auto &[kernel, kinds] : k)
+    for (const char *kind : {"tile", "block", "reduce", "vector"}) {
+      auto it = kinds.find(kind);
+      if (it == kinds.end()) continue;
+      o += std::string(first ? "" : "; ") + "kernel[" + std::to_string(kernel) + "] -> " + kind + "[";
+      bool f = true;
+      for (const auto &[m, v] : it->second) o += (f ? "" : ", ") + std::to_string(v), f = false;
+      o += "]";
+      first = false;
+    }
+  return o + " }";
+}
+
+} // namespace polyk
