@@ -255,18 +255,17 @@ std::set<std::string> streamedTensors(const Scop &s, const KernelConfig &kc, con
 /// The params a kernel's vector instance assumes multiples of its V: the symbolic innermost
 /// extents of the inputs its statements read, where it reads vectors (an x-reduce along a
 /// symbolic extent: Schedule.cpp, vectorWidth). Empty for constant extents.
-std::map<std::string, int> divisibleParams(const Scop &s, const KernelConfig &kc) {
+std::map<std::string, int> divisibleParams(const Scop &s, size_t k) {
   std::map<std::string, int> out;
   auto sizes = parseSizes(s.sizes);
-  int k = (int)(&kc - s.kernels.data());
-  if (!sizes.count(k) || sizes[k].vector <= 1) return out;
-  for (const auto &name : kc.statements) {
+  if (!sizes.count((int)k) || sizes[(int)k].vector <= 1) return out;
+  for (const auto &name : s.kernels[k].statements) {
     const ScopStatement &st = *s.statement(name);
     for (const auto &a : st.reads) {
       const TensorDecl *t = s.tensor(isl::map(islCtx(), a).range_tuple_id().name());
       if (!t || t->role != Role::Input || t->shape.empty() || t->shape.back().param.empty()) continue;
       int &v = out[t->shape.back().param];
-      v = std::max(v, (int)sizes[k].vector);
+      v = std::max(v, (int)sizes[(int)k].vector);
     }
   }
   return out;
@@ -566,7 +565,7 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
       o += kernelMacros(s, kc, Dialect::C, promoted, opt);
       o += "  for (polyk_idx t_y = 0; t_y < " + std::to_string(kc.block[1]) + "; ++t_y)\n  for (polyk_idx t_x = 0; t_x < " +
            std::to_string(kc.block[0]) + "; ++t_x) {\n";
-      std::map<std::string, int> divisible = divisibleParams(s, kc);
+      std::map<std::string, int> divisible = divisibleParams(s, k);
       if (divisible.empty())
         o += kernelCode(s, mapped, kc, Dialect::C, opt, vectors);
       else
@@ -623,7 +622,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     // the extent a multiple of V (the launcher checks it), the other without.
     std::map<std::string, int> divisible;
     for (size_t k : group)
-      for (const auto &[p, v] : divisibleParams(s, s.kernels[k])) divisible[p] = std::max(divisible[p], v);
+      for (const auto &[p, v] : divisibleParams(s, k)) divisible[p] = std::max(divisible[p], v);
     auto body = [&](const std::map<std::string, int> &div) {
       std::string b;
       if (group.size() == 1) b += kernelCode(s, mapped, first, Dialect::Cuda, opt, vectors, false, {}, div);
@@ -659,8 +658,8 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     for (const auto &t : s.tensors)
       if (t.role != Role::Temporary) o += " && (uintptr_t)" + t.name + " % 16 == 0";
     std::map<std::string, int> divisible;
-    for (const auto &kc : s.kernels)
-      for (const auto &[p, v] : divisibleParams(s, kc)) divisible[p] = std::max(divisible[p], v);
+    for (size_t k = 0; k < s.kernels.size(); ++k)
+      for (const auto &[p, v] : divisibleParams(s, k)) divisible[p] = std::max(divisible[p], v);
     if (!divisible.empty()) o += " && " + divisibleTest(divisible);
     o += ";\n";
   }

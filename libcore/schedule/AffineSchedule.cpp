@@ -184,6 +184,14 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     s.block[0] = s.tile[0] = std::min<long long>(256, std::max<long long>(32, pow2Ceil(extent[0])));
     return s;
   }
+  if (shape == Shape::Window) {
+    // 64 x 64 outputs a block of 8 x 32 threads (Gaussian2D 8192^2: 527 -> 268 us; 32 x 64 292,
+    // 128 x 32 269, 64 x 128 351; bench/results/2026-11-24-h100-gaussian-window.txt).
+    s.block = {8, 32};
+    s.tile = {std::max<long long>(8, std::min<long long>(64, pow2Ceil(extent[0]))),
+              std::max<long long>(32, std::min<long long>(64, pow2Ceil(extent[1])))};
+    return s;
+  }
   long long bx = std::min<long long>(reduction ? 16 : 32, pow2Ceil(extent[n - 1]));
   long long by = std::min<long long>(256 / bx, pow2Ceil(extent[n - 2]));
   if (reduction) by = std::min<long long>(by, 16);
@@ -434,13 +442,6 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       for (size_t m = 0; m < par; ++m) extents[m] = dims[order[m]];
     }
     KernelSizes sz = affineSizes(extents, shape);
-    if (shape == Shape::Window) {
-      // 64 x 64 outputs a block of 8 x 32 threads (Gaussian2D 8192^2: 527 -> 268 us; 32 x 64 292,
-      // 128 x 32 269, 64 x 128 351; bench/results/2026-11-24-h100-gaussian-window.txt).
-      sz.block = {8, 32};
-      sz.tile = {std::max<long long>(8, std::min<long long>(64, pow2Ceil(extents[0]))),
-                 std::max<long long>(32, std::min<long long>(64, pow2Ceil(extents[1])))};
-    }
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;

@@ -203,6 +203,8 @@ Space deriveSpace(const Scop &flat) {
   isl::set params(ctx, paramDefaults(flat));
   Space sp;
   sp.name = flat.name;
+  bool affine = false; // (a program is on one path: all its statements are affine, or none)
+  for (const auto &st : flat.statements) affine = affine || st.form == Form::Affine;
   auto param = [&](const std::string &name, std::vector<long long> values, long long fallback) {
     SpaceParam p;
     p.name = name;
@@ -232,8 +234,6 @@ Space deriveSpace(const Scop &flat) {
     std::vector<long long> extent(n);
     for (size_t m = 0; m < n; ++m)
       extent[m] = (tiles.dim_max_val((int)m).get_num_si() - tiles.dim_min_val((int)m).get_num_si() + 1) * sz.tile[m];
-    bool affine = false;
-    for (const auto &st : flat.statements) affine = affine || st.form == Form::Affine;
     std::vector<std::string> blocks, points;
     if (affine) {
       for (size_t m = 0; m < n; ++m) {
