@@ -505,15 +505,19 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values) {
   // kernel -> entry kind (tile, block, reduce, vector) -> member -> value
   std::map<int, std::map<std::string, std::map<int, long long>>> k;
   for (size_t i = 0; i < s.params.size(); ++i) {
+    // k<K>.<kind>[.<m>], K and m at most 4 digits; other names are the user's own.
     const std::string &n = s.params[i].name;
-    if (n.size() < 2 || n[0] != 'k' || !std::isdigit((unsigned char)n[1])) continue;
+    auto number = [](const std::string &t) {
+      return !t.empty() && t.size() <= 4 && t.find_first_not_of("0123456789") == std::string::npos ? std::stoi(t) : -1;
+    };
     size_t dot = n.find('.');
-    if (dot == std::string::npos) continue;
-    int kernel = std::stoi(n.substr(1, dot - 1));
+    if (n.empty() || n[0] != 'k' || dot == std::string::npos) continue;
+    int kernel = number(n.substr(1, dot - 1));
     std::string rest = n.substr(dot + 1);
     size_t dot2 = rest.find('.');
     std::string kind = rest.substr(0, dot2);
-    int member = dot2 == std::string::npos ? 0 : std::stoi(rest.substr(dot2 + 1));
+    int member = dot2 == std::string::npos ? 0 : number(rest.substr(dot2 + 1));
+    if (kernel < 0 || member < 0 || (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector")) continue;
     k[kernel][kind][member] = values[i];
   }
   std::string o = "{ ";
