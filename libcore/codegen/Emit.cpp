@@ -30,7 +30,7 @@ EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
     bool mapped = opt.target == EmitOptions::Target::MappedC;
     r.code = header + cPrologue(bound, Dialect::C) + "\n" + (mapped ? (isAffine(bound) ? emitAffineMappedC(bound, opt) : emitMappedC(bound, opt)) : emitScheduleC(bound));
     if (opt.harness)
-      r.code += "\n#include <string.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound, mapped ? "mapped" : "c", opt);
+      r.code += "\n#include <string.h>\n#include <time.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) + emitCHarness(bound, mapped ? "mapped" : "c", opt);
   } else {
     r.code = header + (isAffine(bound) ? emitAffineCudaKernels(bound, opt) : emitCudaKernels(bound, opt));
     if (opt.harness) {

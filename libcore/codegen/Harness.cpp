@@ -212,9 +212,12 @@ std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOpt
            cStorageType(t.type) + ") * n_" + t.name + ");\n" +
            (isAffine(s) ? outputFill(s, t, "c_")
                         : "  memset(c_" + t.name + ", 0xFF, sizeof(" + cStorageType(t.type) + ") * n_" + t.name + "); /* poison */\n");
+  // The processor time of the one call (polyk-tune's CPU stand-in for the GPU runner reads it).
+  o += "  clock_t t0 = clock();\n";
   o += "  polyk_" + s.name + "_" + suffix + "(" + args(s, "h_", "c_") + ");\n";
+  o += "  double us = (double)(clock() - t0) * 1e6 / CLOCKS_PER_SEC;\n";
   o += compareOutputs(s, "c_", "r_", opt);
-  o += "  printf(\"%s " + s.name + " (" + suffix + ") max_err=%.3g\\n\", !check ? \"UNCHECKED\" : pass ? \"PASS\" : \"FAIL\", worst);\n";
+  o += "  printf(\"%s " + s.name + " (" + suffix + ") max_err=%.3g time_us=%.1f\\n\", !check ? \"UNCHECKED\" : pass ? \"PASS\" : \"FAIL\", worst, us);\n";
   o += "  return pass ? 0 : 1;\n}\n";
   return o;
 }

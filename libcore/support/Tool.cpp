@@ -105,7 +105,7 @@ int runTool(int argc, char **argv, const ToolSpec &spec) {
   std::string input = "-", output = "-";
   int verbose = 0;
   bool quiet = false;
-  double timeLimit = kDefaultTimeLimitSeconds;
+  double timeLimit = spec.defaultTimeLimit;
   app.add_option("input", input, "input file, or - for standard input")->capture_default_str();
   app.add_option("-o,--output", output, "output file, or - for standard output (written only on success)")
       ->capture_default_str();

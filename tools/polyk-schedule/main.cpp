@@ -1,26 +1,41 @@
 // polyk-schedule: scop/1 -> schedule/1 (Panamera §4.1-4.2). See libcore/include/polyk/Schedule.h.
 #include "polyk/Schedule.h"
 #include "polyk/Tool.h"
+#include "polyk/TuneRun.h"
 
+#include <fstream>
 #include <iostream>
 
 int main(int argc, char **argv) {
   polyk::ScheduleOptions opts;
   bool dumpSizes = false;
+  std::string tuning;
   return polyk::runTool(
       argc, argv,
       {"polyk-schedule",
        "Compute dependences, fuse producers into reductions with the isl scheduler, tile each kernel "
        "(scop/1 -> schedule/1).",
        [&](CLI::App &app) {
-         app.add_option("--sizes", opts.sizes,
-                        "tile and block sizes as an isl map, e.g. '{ kernel[0] -> tile[32,256]; kernel[0] -> block[32,8] }'");
+         auto *sizes = app.add_option("--sizes", opts.sizes,
+                                      "tile and block sizes as an isl map, e.g. '{ kernel[0] -> tile[32,256]; kernel[0] -> block[32,8] }'");
+         app.add_option("--tuning", tuning, "the sizes polyk-tune found (its best.yaml, tuning/1)")
+             ->check(CLI::ExistingFile)
+             ->excludes(sizes);
          app.add_flag("--dump-sizes", dumpSizes, "print the sizes used for every kernel on stderr");
        },
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+         polyk::Scop scop = polyk::readScop(in.text, in.displayName);
+         if (!tuning.empty()) {
+           std::ifstream f(tuning, std::ios::binary);
+           polyk::Tuning t = polyk::readTuning(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), tuning);
+           if (t.program != scop.name)
+             throw polyk::InputError(t.programAt, "this tuning is of program '" + t.program + "', not '" + scop.name + "'");
+           opts.sizes = t.sizes;
+         }
          std::map<int, polyk::KernelSizes> used;
-         std::string out = polyk::writeSchedule(polyk::schedule(polyk::readScop(in.text, in.displayName), opts, &used));
+         std::string out = polyk::writeSchedule(polyk::schedule(scop, opts, &used));
          if (dumpSizes) std::cerr << polyk::printSizes(used) << "\n";
          return out;
-       }});
+       },
+       {"--tuning"}});
 }

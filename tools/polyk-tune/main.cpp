@@ -6,9 +6,14 @@
 #include "polyk/Program.h"
 #include "polyk/Tool.h"
 #include "polyk/Tune.h"
+#include "polyk/TuneRun.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <sstream>
 
 namespace {
@@ -16,8 +21,140 @@ namespace {
 int usage() {
   std::fprintf(stderr, "usage: polyk-tune space PROGRAM.yaml [-o space.yaml]\n"
                        "       polyk-tune generate SPACE.yaml [--list N] [-o OUT]\n"
-                       "run 'polyk-tune space --help' or 'polyk-tune generate --help' for the options\n");
+                       "       polyk-tune run PROGRAM.yaml --log LOG.jsonl [--runner cpu|cuda] [-o best.yaml]\n"
+                       "run 'polyk-tune COMMAND --help' for the options\n");
   return 2;
+}
+
+/// FNV-1a of the program's text: the log belongs to one program.
+std::string hashOf(const std::string &text) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char b[24];
+  std::snprintf(b, sizeof b, "%016llx", h);
+  return b;
+}
+
+int runCommand(int argc, char **argv) {
+  polyk::RunnerOptions runner;
+  polyk::SearchOptions search;
+  std::string logPath, spacePath, work;
+  bool keep = false;
+  runner.runtimeDir = POLYK_RUNTIME_DIR;
+  polyk::ToolSpec spec{
+      "polyk-tune run",
+      "Search a program's space (derived, or --space): each configuration goes through the four stages, is compiled "
+      "(--jobs at a time), run and checked against the sequential reference, and logged (--log, JSON lines) as it "
+      "ends. Rerun with the same --log to resume after any stop, kill -9 included. Writes best.yaml (tuning/1), "
+      "which polyk-schedule --tuning takes.",
+      [&](CLI::App &app) {
+        app.add_option("--log", logPath, "the tuning log (JSON lines); an existing one is resumed")->required();
+        app.add_option("--space", spacePath, "the space (space/1) to search; default: polyk-tune space's")
+            ->check(CLI::ExistingFile);
+        app.add_option("--runner", runner.kind, "cuda: nvcc and the GPU; cpu: the kernels' code on this machine "
+                                                "(--target=c-mapped, a stand-in)")
+            ->check(CLI::IsMember({"cpu", "cuda"}))
+            ->capture_default_str();
+        app.add_option("--search", search.strategy, "exhaustive, random or anneal (simulated annealing)")
+            ->check(CLI::IsMember({"exhaustive", "random", "anneal"}))
+            ->capture_default_str();
+        app.add_option("--trials", search.trials, "stop when the log holds this many trials (0: no limit)")
+            ->check(CLI::NonNegativeNumber);
+        app.add_option("--time", search.seconds, "stop after this many seconds (0: no limit)")->check(CLI::NonNegativeNumber);
+        app.add_option("--target", search.target, "stop at this speedup over the defaults (0: none)")->check(CLI::NonNegativeNumber);
+        app.add_option("--seed", search.seed, "the search's seed")->capture_default_str();
+        app.add_option("--data-seed", runner.seed, "the seed of the harness's random data")->capture_default_str();
+        app.add_option("--param", runner.params, "NAME=VALUE: a symbolic size's value (repeatable)");
+        app.add_option("-j,--jobs", runner.jobs, "compiles at a time")->check(CLI::Range(1, 256))->capture_default_str();
+        app.add_option("--reps", runner.reps, "timed runs per variant (cuda)")->check(CLI::Range(1, 100000))->capture_default_str();
+        app.add_option("--timeout", runner.timeoutS, "seconds a run may take (a compile: 4x)")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        app.add_option("--arch", runner.arch, "nvcc's -arch (cuda)")->capture_default_str();
+        app.add_option("--compiler", runner.compiler, "the compiler (default: cc, or nvcc)");
+        app.add_option("--determinism", runner.determinism, "polyk-emit's --determinism")
+            ->check(CLI::IsMember({"not_guaranteed", "run_to_run"}))
+            ->capture_default_str();
+        app.add_option("--runtime", runner.runtimeDir, "the directory holding polyk/harness.h")->capture_default_str();
+        app.add_option("--work", work, "where variants are built (default: a temporary directory, removed)");
+        app.add_flag("--keep", keep, "keep the --work directory");
+      },
+      [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+        for (const auto &p : runner.params)
+          if (p.find('=') == std::string::npos || p.front() == '=')
+            throw polyk::UsageError("--param " + p + ": NAME=VALUE expected");
+        // The program at the --param sizes: the space and every variant are derived there.
+        polyk::Program program = polyk::readProgram(in.text, in.displayName);
+        for (const auto &p : runner.params) {
+          std::string name = p.substr(0, p.find('='));
+          auto it = std::find_if(program.params.begin(), program.params.end(), [&](const auto &q) { return q.first == name; });
+          if (it == program.params.end()) throw polyk::UsageError("--param " + p + ": the program has no parameter " + name);
+          try {
+            size_t used = 0;
+            it->second = std::stoll(p.substr(name.size() + 1), &used);
+            if (used != p.size() - name.size() - 1 || it->second < 1) throw std::invalid_argument("");
+          } catch (const std::exception &) {
+            throw polyk::UsageError("--param " + p + ": a positive integer expected");
+          }
+        }
+        runner.programText = runner.params.empty() ? in.text : polyk::writeProgram(program);
+        runner.programFile = in.displayName;
+        polyk::Scop flat = polyk::flatten(polyk::readProgram(runner.programText, in.displayName));
+        polyk::Space space;
+        if (spacePath.empty()) {
+          space = polyk::deriveSpace(flat);
+        } else {
+          std::ifstream f(spacePath, std::ios::binary);
+          space = polyk::readSpace(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), spacePath);
+        }
+        auto [device, arch] = polyk::runnerDevice(runner);
+        std::string params;
+        for (const auto &p : runner.params) params += (params.empty() ? "" : " ") + p;
+        polyk::TuneLog log(logPath, {flat.name, hashOf(in.text), params, runner.kind, device, arch});
+        if (log.dropped()) std::cerr << "polyk-tune: " << logPath << ": dropped a truncated last record (a run was stopped while writing it)\n";
+        bool temporary = work.empty();
+        if (temporary) {
+          char tmpl[] = "/tmp/polyk-tune.XXXXXX";
+          if (!::mkdtemp(tmpl)) throw polyk::UsageError("cannot create a work directory in /tmp");
+          work = tmpl;
+        }
+        std::filesystem::create_directories(work);
+        runner.workDir = work;
+        polyk::TuneResult r;
+        try {
+          r = polyk::tune(space, log, runner, search, [](const std::string &line) { std::cerr << line << std::endl; });
+        } catch (...) {
+          if (temporary && !keep) std::filesystem::remove_all(work);
+          throw;
+        }
+        if (temporary && !keep) std::filesystem::remove_all(work);
+        if (r.best.index < 0) throw polyk::InputError({logPath}, "no configuration ran correctly (see the log's details)");
+        polyk::SpaceModel model(space);
+        polyk::Tuning t;
+        t.program = flat.name;
+        t.params = params;
+        t.runner = runner.kind;
+        t.device = device;
+        t.arch = arch;
+        t.config = r.best.key;
+        t.sizes = polyk::sizesOf(space, model.parseKey(r.best.key, {logPath}));
+        t.us = r.best.us;
+        t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
+        t.trials = r.trials;
+        t.trialsToBest = r.trialsToBest;
+        t.secondsToBest = r.secondsToBest;
+        t.spaceCount = r.spaceCount;
+        t.generationS = r.generationS;
+        char line[256];
+        std::snprintf(line, sizeof line, "%s: best %.2f us (defaults %.2f us, %.3fx) at trial %lld of %lld; %s\n",
+                      flat.name.c_str(), t.us, t.defaultUs, t.us > 0 && t.defaultUs > 0 ? t.defaultUs / t.us : 0.0,
+                      t.trialsToBest, t.trials, r.stopped.c_str());
+        std::cerr << line;
+        return polyk::writeTuning(t);
+      },
+      {"--log", "--space", "--work", "--runtime"}};
+  spec.defaultTimeLimit = 0;
+  return polyk::runTool(argc, argv, spec);
 }
 
 } // namespace
@@ -27,7 +164,10 @@ int main(int argc, char **argv) {
     std::printf("polyk-tune: the search space of a program's sizes (MDH + ATF).\n"
                 "  polyk-tune space PROGRAM.yaml [-o space.yaml]   derive the space (space/1), which a user may edit\n"
                 "  polyk-tune generate SPACE.yaml [--list N]       count its valid configurations (ATF's chain of\n"
-                "                                                  trees), report the generation time, list the first N\n");
+                "                                                  trees), report the generation time, list the first N\n"
+                "  polyk-tune run PROGRAM.yaml --log LOG.jsonl     search the space: each configuration built, compiled,\n"
+                "                                                  run and checked; the log resumes after any stop;\n"
+                "                                                  -o best.yaml (tuning/1) for polyk-schedule --tuning\n");
     return 0;
   }
   if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
@@ -83,6 +223,7 @@ int main(int argc, char **argv) {
                              return o.str();
                            }});
   }
+  if (sub == "run") return runCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "polyk-tune: error: unknown command '%s'\n", sub.c_str());
   return usage();
 }

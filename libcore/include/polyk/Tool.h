@@ -28,10 +28,10 @@ struct ToolSpec {
   std::function<std::string(const ToolInput &, ExtraOutputs &)> run;
   /// Options whose value names a file: left out of provenance, like -o and the input.
   std::vector<std::string> fileOptions = {};
+  /// The default of --time-limit (0: none, for a tool that runs as long as it is asked to).
+  double defaultTimeLimit = 300;
 };
 
-/// A stage that has not finished after this long gives up with an error (`--time-limit`).
-constexpr double kDefaultTimeLimitSeconds = 300;
 
 int runTool(int argc, char **argv, const ToolSpec &spec);
 

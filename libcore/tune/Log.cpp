@@ -1,0 +1,198 @@
+// The tuning log (append-only JSON lines) and tuning/1 (best.yaml). See polyk/TuneRun.h.
+#include "polyk/TuneRun.h"
+#include "polyk/YamlIO.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace polyk {
+
+const char *statusName(TrialStatus s) {
+  switch (s) {
+  case TrialStatus::Ok: return "ok";
+  case TrialStatus::CompileError: return "compile_error";
+  case TrialStatus::RuntimeError: return "runtime_error";
+  case TrialStatus::Wrong: return "wrong";
+  case TrialStatus::Violated: return "violated";
+  case TrialStatus::Timeout: return "timeout";
+  case TrialStatus::Slow: return "slow";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string json(const std::string &s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += (char)c;
+    else if (c == '\n') o += "\\n";
+    else if (c == '\t') o += "\\t";
+    else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else o += (char)c;
+  }
+  return o + "\"";
+}
+
+std::string number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+TrialStatus statusOf(const std::string &n, const SourceLoc &at) {
+  for (TrialStatus s : {TrialStatus::Ok, TrialStatus::CompileError, TrialStatus::RuntimeError, TrialStatus::Wrong,
+                        TrialStatus::Violated, TrialStatus::Timeout, TrialStatus::Slow})
+    if (n == statusName(s)) return s;
+  fail(at, "unknown trial status '" + n + "'");
+}
+
+} // namespace
+
+TuneLog::TuneLog(const std::string &path, const TuneLogHeader &h) : path_(path) {
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // A last record without its newline was cut while being written: drop it, here and in the file.
+  size_t end = text.rfind('\n');
+  size_t keep = end == std::string::npos ? 0 : end + 1;
+  if (keep < text.size()) {
+    dropped_ = true;
+    text.resize(keep);
+    if (::truncate(path.c_str(), (off_t)keep) != 0)
+      throw UsageError("cannot cut the truncated last record of " + path + ": " + std::strerror(errno));
+  }
+  std::vector<std::pair<std::string, std::string>> mine = {{"program", h.program}, {"program_hash", h.programHash},
+                                                           {"params", h.params},   {"runner", h.runner},
+                                                           {"device", h.device},   {"arch", h.arch}};
+  if (text.empty()) {
+    std::string line = "{\"polyk\": \"tunelog/1\"";
+    for (const auto &[k, v] : mine) line += ", " + json(k) + ": " + json(v);
+    write(line + "}\n");
+    return;
+  }
+  std::istringstream lines(text);
+  std::string line;
+  int no = 0;
+  while (std::getline(lines, line)) {
+    ++no;
+    SourceLoc at{path, no, 1};
+    YAML::Node n;
+    try {
+      n = YAML::Load(line);
+    } catch (const YAML::Exception &e) {
+      fail(at, "not a JSON record: " + e.msg);
+    }
+    if (!n.IsMap()) fail(at, "not a JSON record");
+    auto get = [&](const char *k) -> std::string {
+      try {
+        return n[k] ? n[k].as<std::string>() : std::string();
+      } catch (const YAML::Exception &) {
+        fail(at, std::string("field '") + k + "' is not a scalar");
+      }
+    };
+    if (no == 1) {
+      if (get("polyk") != "tunelog/1") fail(at, "not a polyk tuning log (its first record has no 'polyk: tunelog/1')");
+      for (const auto &[k, v] : mine)
+        if (get(k.c_str()) != v)
+          fail(at, "this log was recorded with " + k + " '" + get(k.c_str()) + "', not '" + v +
+                       "': refusing to resume it (give another --log)");
+      continue;
+    }
+    if (!n["trial"]) continue; // a session's start, or a record of a later version
+    Trial t;
+    try {
+      t.index = n["trial"].as<int>();
+      t.key = get("config");
+      t.status = statusOf(get("status"), at);
+      t.us = n["us"] ? n["us"].as<double>() : 0;
+      t.elapsedS = n["elapsed_s"] ? n["elapsed_s"].as<double>() : 0;
+      t.detail = get("detail");
+    } catch (const YAML::Exception &) {
+      fail(at, "a trial record's fields have the wrong types");
+    }
+    if (keys_.count(t.key)) fail(at, "configuration '" + t.key + "' is logged twice");
+    keys_.insert(t.key);
+    trials_.push_back(t);
+  }
+}
+
+void TuneLog::write(const std::string &line) {
+  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw UsageError("cannot open the tuning log " + path_ + ": " + std::strerror(errno));
+  // One write() for the whole record: a kill leaves it whole or without its newline.
+  ssize_t n = ::write(fd, line.data(), line.size());
+  bool ok = n == (ssize_t)line.size() && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) throw UsageError("cannot write the tuning log " + path_ + ": " + std::strerror(errno));
+}
+
+void TuneLog::append(const Trial &t) {
+  std::string line = "{\"trial\": " + std::to_string(t.index) + ", \"config\": " + json(t.key) + ", \"status\": " +
+                     json(statusName(t.status)) + ", \"us\": " + number(t.us) + ", \"elapsed_s\": " + number(t.elapsedS);
+  if (!t.detail.empty()) line += ", \"detail\": " + json(t.detail);
+  write(line + "}\n");
+  keys_.insert(t.key);
+  trials_.push_back(t);
+}
+
+void TuneLog::note(const std::map<std::string, std::string> &fields) {
+  std::string line = "{\"event\": \"start\"";
+  for (const auto &[k, v] : fields) line += ", " + json(k) + ": " + json(v);
+  write(line + "}\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// tuning/1
+
+std::string writeTuning(const Tuning &t) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "polyk" << YAML::Value << "tuning/1";
+  out << YAML::Key << "program" << YAML::Value << t.program;
+  out << YAML::Key << "params" << YAML::Value;
+  emitQuoted(out, t.params);
+  out << YAML::Key << "runner" << YAML::Value << t.runner;
+  out << YAML::Key << "device" << YAML::Value;
+  emitQuoted(out, t.device);
+  out << YAML::Key << "arch" << YAML::Value << t.arch;
+  out << YAML::Key << "config" << YAML::Value;
+  emitQuoted(out, t.config);
+  out << YAML::Key << "sizes" << YAML::Value;
+  emitQuoted(out, t.sizes);
+  out << YAML::Key << "median_us" << YAML::Value << number(t.us);
+  out << YAML::Key << "default_us" << YAML::Value << number(t.defaultUs);
+  out << YAML::Key << "speedup" << YAML::Value << number(t.us > 0 ? t.defaultUs / t.us : 0);
+  out << YAML::Key << "trials" << YAML::Value << t.trials;
+  out << YAML::Key << "trials_to_best" << YAML::Value << t.trialsToBest;
+  out << YAML::Key << "seconds_to_best" << YAML::Value << number(t.secondsToBest);
+  out << YAML::Key << "space_configurations" << YAML::Value << t.spaceCount;
+  out << YAML::Key << "generation_s" << YAML::Value << number(t.generationS);
+  out << YAML::EndMap;
+  return finish(out);
+}
+
+Tuning readTuning(const std::string &text, const std::string &file) {
+  YamlDoc doc = parseYaml(text, file);
+  expectKind(doc, "tuning", 1);
+  Tuning t;
+  t.program = doc.str(doc.field(doc.root, "program"));
+  t.programAt = doc.valueLoc(doc.root["program"]);
+  t.sizes = doc.str(doc.field(doc.root, "sizes"));
+  for (auto [key, field] : {std::pair<const char *, std::string *>{"params", &t.params}, {"runner", &t.runner},
+                            {"device", &t.device}, {"arch", &t.arch}, {"config", &t.config}})
+    if (doc.root[key]) *field = doc.str(doc.root[key]);
+  return t;
+}
+
+} // namespace polyk

@@ -1,0 +1,212 @@
+// polyk-tune's runners: a configuration through the four stages (in this process, through their
+// file formats, as the command-line pipeline goes), compiled by cc or nvcc, run with the emitted
+// harness, which checks the result against the sequential reference and times the kernels.
+//   cpu:  --target=c-mapped, the kernels' code block by block on this machine (the stand-in that
+//         lets CI test the tuning log without a GPU); processor time of the one call.
+//   cuda: the CUDA harness (events, warm-up, L2 flushed, median of --reps).
+#include "polyk/Bind.h"
+#include "polyk/Emit.h"
+#include "polyk/Flatten.h"
+#include "polyk/Program.h"
+#include "polyk/Schedule.h"
+#include "polyk/TuneRun.h"
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <thread>
+
+namespace polyk {
+
+namespace {
+
+std::string quote(const std::string &s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+struct Ran {
+  int rc = 0;
+  bool timedOut = false;
+  std::string output;
+};
+
+/// `cmd` through sh, stdout and stderr together, killed after `seconds`.
+Ran shell(const std::string &cmd, double seconds) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.0f", seconds < 1 ? 1.0 : seconds);
+  std::string full = "timeout -s KILL " + std::string(t) + " sh -c " + quote(cmd) + " 2>&1";
+  Ran r;
+  FILE *p = ::popen(full.c_str(), "r");
+  if (!p) {
+    r.rc = -1;
+    r.output = "cannot start: " + cmd;
+    return r;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    if (r.output.size() < (1u << 20)) r.output.append(buf, n);
+  int st = ::pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  r.timedOut = r.rc == 137 || r.rc == 124;
+  return r;
+}
+
+std::string firstLine(const std::string &s) {
+  size_t b = s.find_first_not_of(" \n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find('\n', b);
+  std::string l = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+  return l.size() > 300 ? l.substr(0, 300) + "..." : l;
+}
+
+/// The harness's result line: PASS / FAIL / UNCHECKED name ... <field>=<us>.
+bool resultLine(const std::string &out, const std::string &field, bool &pass, double &us) {
+  std::istringstream in(out);
+  std::string l;
+  while (std::getline(in, l)) {
+    bool p = l.rfind("PASS ", 0) == 0, f = l.rfind("FAIL ", 0) == 0, u = l.rfind("UNCHECKED ", 0) == 0;
+    if (!p && !f && !u) continue;
+    pass = p || u;
+    size_t at = l.find(" " + field + "=");
+    us = at == std::string::npos ? 0 : std::atof(l.c_str() + at + field.size() + 2);
+    return true;
+  }
+  return false;
+}
+
+std::string params(const RunnerOptions &o) {
+  std::string s;
+  for (const auto &p : o.params) s += " " + quote(p);
+  return s;
+}
+
+} // namespace
+
+std::pair<std::string, std::string> runnerDevice(const RunnerOptions &o) {
+  if (o.kind == "cuda") {
+    Ran r = shell("nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader -i 0", 30);
+    if (r.rc != 0 || r.output.empty()) throw UsageError("the cuda runner needs a GPU: nvidia-smi says: " + firstLine(r.output));
+    std::string l = firstLine(r.output);
+    size_t comma = l.rfind(", ");
+    std::string cap = comma == std::string::npos ? "" : l.substr(comma + 2);
+    cap.erase(std::remove(cap.begin(), cap.end(), '.'), cap.end());
+    return {l.substr(0, comma), "sm_" + cap};
+  }
+  std::string model = "unknown processor";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("model name", 0) == 0 && l.find(':') != std::string::npos) {
+      model = l.substr(l.find(':') + 2);
+      break;
+    }
+  struct utsname u {};
+  ::uname(&u);
+  return {"cpu: " + model, u.machine};
+}
+
+void measure(const SpaceModel &model, const std::vector<std::vector<long long>> &configs, const RunnerOptions &o,
+             double bestUs, const std::function<void(size_t, Trial)> &done) {
+  bool cuda = o.kind == "cuda";
+  size_t n = configs.size();
+  std::vector<Trial> trials(n);
+  std::vector<std::string> sources(n), bins(n);
+  // Build the sources here (isl is not shared across threads), one file each.
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<long long> v = configs[i];
+    trials[i].key = model.key(v);
+    std::string broken = model.complete(v);
+    if (!broken.empty()) {
+      trials[i].status = TrialStatus::Violated;
+      trials[i].detail = "violates " + broken;
+      continue;
+    }
+    try {
+      Scop flat = flatten(readProgram(o.programText, o.programFile));
+      ScheduleOptions so;
+      so.sizes = sizesOf(model.space(), v);
+      Scop sched = readSchedule(writeSchedule(schedule(flat, so)), "schedule");
+      Scop bound = readBound(writeBound(bind(sched, BindOptions{})), "bound");
+      EmitOptions eo;
+      eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
+      eo.harness = true;
+      eo.determinism = o.determinism;
+      std::string base = o.workDir + "/v" + std::to_string(i);
+      sources[i] = base + (cuda ? ".cu" : ".c");
+      bins[i] = base;
+      std::ofstream(sources[i]) << emit(bound, eo).code;
+    } catch (const InputError &e) {
+      trials[i].status = TrialStatus::CompileError;
+      trials[i].detail = formatDiagnostic(e.loc(), e.what());
+    } catch (const std::exception &e) {
+      trials[i].status = TrialStatus::CompileError;
+      trials[i].detail = e.what();
+    }
+  }
+  // Compile `jobs` at a time.
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < n;) {
+      if (sources[i].empty()) continue;
+      std::string cc = !o.compiler.empty() ? o.compiler : cuda ? "nvcc" : "cc";
+      std::string cmd = cuda ? cc + " -O3 -arch=" + o.arch + " -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i])
+                             : cc + " -std=c99 -O2 -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i]) + " -lm";
+      Ran r = shell(cmd, o.timeoutS * 4);
+      if (r.rc != 0) {
+        trials[i].status = r.timedOut ? TrialStatus::Timeout : TrialStatus::CompileError;
+        trials[i].detail = r.timedOut ? "compiling took more than " + std::to_string((int)(o.timeoutS * 4)) + " s" : firstLine(r.output);
+        bins[i].clear();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::max(1, o.jobs); ++j) pool.emplace_back(worker);
+  for (auto &t : pool) t.join();
+  // Run one at a time.
+  std::string field = cuda ? "median_us" : "time_us";
+  std::string seed = std::to_string(o.seed);
+  for (size_t i = 0; i < n; ++i) {
+    Trial &t = trials[i];
+    if (!sources[i].empty() && !bins[i].empty()) {
+      auto once = [&](const std::string &args) {
+        Ran r = shell(quote(bins[i]) + " " + args + params(o), o.timeoutS);
+        bool pass = false;
+        double us = 0;
+        if (r.timedOut) {
+          t.status = TrialStatus::Timeout;
+          t.detail = "ran more than " + std::to_string((int)o.timeoutS) + " s";
+        } else if (!resultLine(r.output, field, pass, us) || (r.rc != 0 && r.rc != 1)) {
+          t.status = TrialStatus::RuntimeError;
+          t.detail = "exit " + std::to_string(r.rc) + ": " + firstLine(r.output);
+        } else if (!pass) {
+          t.status = TrialStatus::Wrong;
+          t.detail = firstLine(r.output);
+        } else {
+          t.status = TrialStatus::Ok;
+          t.us = us;
+        }
+        return t.status == TrialStatus::Ok;
+      };
+      if (!cuda) {
+        once(seed);
+      } else if (once(seed + " 3")) { // checked, and 3 timed runs: hopeless variants stop here
+        if (bestUs > 0 && t.us >= 5 * bestUs) {
+          t.status = TrialStatus::Slow;
+          t.detail = "first runs >= 5x the best so far";
+        } else {
+          once(seed + " " + std::to_string(o.reps) + " check=0");
+        }
+      }
+      std::remove(bins[i].c_str());
+    }
+    if (!sources[i].empty()) std::remove(sources[i].c_str());
+    done(i, t);
+  }
+}
+
+} // namespace polyk
