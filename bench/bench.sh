@@ -2,7 +2,9 @@
 # Benchmark of polyk against CUB, torch eager and torch.compile (bench/reduce_bench.py) on the GPU:
 # suite 1 (single reductions) and suite 2 (Panamera's sub-graphs, softmax, layer norm).
 #   here:  bench/bench.sh prepare [VARIANT=EMIT_OPTS ...]
-#            -> build/bench/default/*.cu (the toolchain's defaults) and build/bench/VARIANT/*.cu
+#            -> build/bench/default/*.cu (the toolchain's defaults) and build/bench/VARIANT/*.cu;
+#               build/bench/programs/*.yaml (the cases); POLYK_TUNED=DIR adds build/bench/tuned/*.cu
+#               from polyk-tune's DIR/<case>.best.yaml; POLYK_BENCH_RANDOM / _SUITES: bench/cases.py
 #   there: bench/bench.sh run [reduce_bench.py options]
 #            -> shared libraries, the driver; CSV to $OUT (or /tmp), table on stdout
 set -uo pipefail
@@ -23,7 +25,16 @@ if [ "${1:-run}" = prepare ]; then
       POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$v/$(basename "$p" .yaml).cu" $opts || exit 1
     done
   done
-  rm -rf "$dir/src" && cp -r libcore/runtime "$dir/runtime" && cp bench/cub_peer.cu "$dir/"
+  # POLYK_TUNED=DIR: a variant `tuned` from the best.yaml files polyk-tune wrote there (DIR/<case>.best.yaml).
+  if [ -n "${POLYK_TUNED:-}" ]; then
+    mkdir -p "$dir/tuned"
+    for p in "$dir"/src/*.yaml; do
+      n=$(basename "$p" .yaml)
+      [ -f "$POLYK_TUNED/$n.best.yaml" ] || continue
+      SCHEDULE_OPTS="--tuning $POLYK_TUNED/$n.best.yaml" POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/tuned/$n.cu" || exit 1
+    done
+  fi
+  rm -rf "$dir/programs" && mv "$dir/src" "$dir/programs" && cp -r libcore/runtime "$dir/runtime" && cp bench/cub_peer.cu "$dir/"
   ls "$dir"/*/*.cu | wc -l
   exit 0
 fi

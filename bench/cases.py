@@ -9,8 +9,13 @@ sub-graphs (Table 2), softmax and layer norm over [8192, 768] and [64, 128, 768]
 `python3 bench/cases.py DIR` writes DIR/<case>.yaml and prints the number of cases.
 POLYK_BENCH_EXTRA="op:dtype:RxC:dims,..." (e.g. sum:f32:1280x21120:0) adds single reductions for
 experiments (size variants) to both suites' cases.
+
+Suite 3 (random, issue 19): POLYK_BENCH_RANDOM=SEED:COUNT adds COUNT reductions drawn at random
+(random_cases: the distribution is stated there), not hand-picked; give a new SEED per run and
+print it. POLYK_BENCH_SUITES=random (a comma list of single, subgraph, random) keeps those suites.
 """
 import os
+import random
 import sys
 
 IDX = "abcdefgh"
@@ -22,10 +27,27 @@ SHAPES = [([1024, 1024], [[0, 1], [1], [0]]), ([768, 21128], [[0, 1], [1], [0]])
 # (op, dtype) pairs: sum and max over the numeric types, logical-and over bool.
 OPS = [("sum", "f32"), ("sum", "f16"), ("sum", "i32"), ("max", "f32"), ("max", "f16"), ("max", "i32"), ("and", "bool")]
 
-SYMBOL = {"sum": "+=!", "max": "max=!", "and": "&&=!"}
+SYMBOL = {"sum": "+=!", "max": "max=!", "and": "&&=!", "prod": "*=!", "min": "min=!", "or": "||=!"}
+
+
+def reduce_dims(x, op, dims, dtype):
+    """torch's reduction of x over dims (one dim at a time where torch takes one: prod), in the
+    output type polyk keeps (i32 sums and products stay i32, wrapping)."""
+    keep = {"dtype": x.dtype} if dtype in ("i32", "i64") else {}
+    if op == "sum":
+        return x.sum(dim=tuple(dims), **keep)
+    if op == "max":
+        return x.amax(dim=tuple(dims))
+    if op == "min":
+        return x.amin(dim=tuple(dims))
+    for d in sorted(dims, reverse=True):
+        x = x.prod(d, **keep) if op == "prod" else x.all(d) if op == "and" else x.any(d)
+    return x
 
 
 def torch_reduction(op, dtype, dims, rank):
+    if op in ("prod", "min", "or"):
+        return f"lambda x: cases.reduce_dims(x, {op!r}, {tuple(dims)!r}, {dtype!r})"
     d = tuple(dims)
     if op == "sum":
         # torch widens integer sums to i64 unless told; polyk keeps i32 (wrapping).
@@ -124,8 +146,58 @@ def extra_cases():
     return out
 
 
+# Suite 3: the random distribution (issue 19). Rank uniform in 1..5; each extent log-uniform in
+# [1, 2^24] (2 ** U(0, 24), rounded down); dtype uniform over f32, f16, bf16, f64, i32, i64, bool;
+# the op uniform over sum, prod, max, min for numbers and over and, or for bool; the reduced dims a
+# uniformly random non-empty subset; a draw whose input exceeds 8 GiB is drawn again. Besides the
+# draws, one case in ten (at least 2 and 3 of COUNT) is forced to the shapes the issue names: a
+# single element (shape [1] or [1, 1, 1]), or a few very long rows ([R, L], R in 1..8, L
+# log-uniform in [2^22, 2^26], reduced over L), with the dtype and op drawn as above.
+RANDOM_DTYPES = ["f32", "f16", "bf16", "f64", "i32", "i64", "bool"]
+BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
+
+
+def random_cases(seed, count):
+    r = random.Random(seed)
+    out = []
+    singles, longs = max(2, count // 20), max(3, count // 20)
+    while len(out) < count:
+        k = len(out)
+        dtype = r.choice(RANDOM_DTYPES)
+        op = r.choice(["and", "or"] if dtype == "bool" else ["sum", "prod", "max", "min"])
+        if k < singles:
+            shape, dims = ([1], [0]) if k % 2 == 0 else ([1, 1, 1], [0, 2])
+        elif k < singles + longs:
+            shape, dims = [r.randint(1, 8), int(2 ** r.uniform(22, 26))], [1]
+        else:
+            shape = [max(1, int(2 ** r.uniform(0, 24))) for _ in range(r.randint(1, 5))]
+            dims = [d for d in range(len(shape)) if r.random() < 0.5] or [r.randrange(len(shape))]
+        n = 1
+        for e in shape:
+            n *= e
+        if n * BYTES[dtype] > 8 << 30:
+            continue
+        name = f"r{k:02d}_{op}_{dtype}_{'x'.join(map(str, shape))}_d{''.join(map(str, dims))}"
+        c = reduction(name, shape, dims, dtype, op)
+        c["suite"] = "random"
+        if op not in ("sum", "max", "and") or dtype not in ("f32", "f16", "i32", "bool"):
+            c["cub"] = None  # bench/cub_peer.cu's primitives
+        out.append(c)
+    return out
+
+
 def all_cases(root):
-    return single_cases() + subgraph_cases(root) + extra_cases()
+    rnd = os.environ.get("POLYK_BENCH_RANDOM", "")
+    suites = os.environ.get("POLYK_BENCH_SUITES", "single,subgraph,random").split(",")
+    out = []
+    if "single" in suites:
+        out += single_cases() + extra_cases()
+    if "subgraph" in suites:
+        out += subgraph_cases(root)
+    if rnd and "random" in suites:
+        seed, count = rnd.split(":")
+        out += random_cases(int(seed), int(count))
+    return out
 
 
 def main():

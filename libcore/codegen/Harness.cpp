@@ -97,7 +97,17 @@ std::string setUp(const Scop &s) {
   // `check=0` on the command line: no reference (a size the CPU would take minutes on; the
   // outputs are then not compared, and the result reads UNCHECKED).
   o += "  int check = 1;\n  for (int a = 1; a < argc; ++a) if (strcmp(argv[a], \"check=0\") == 0) check = 0;\n";
-  o += "  if (check) polyk_" + s.name + "_ref(" + args(s, "h_", "r_") + ");\n";
+  // `ref=PATH`: the reference's outputs cached in PATH.<output> (polyk-tune's variants share it).
+  o += "  const char *refPath = 0;\n  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"ref=\", 4) == 0) refPath = argv[a] + 4;\n";
+  std::string load = "refPath != 0", save;
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output) {
+      std::string bytes = "sizeof(" + std::string(cStorageType(t.type)) + ") * n_" + t.name;
+      load += " && polyk_ref_load(refPath, \"" + t.name + "\", r_" + t.name + ", " + bytes + ")";
+      save += "      polyk_ref_save(refPath, \"" + t.name + "\", r_" + t.name + ", " + bytes + ");\n";
+    }
+  o += "  if (check && !(" + load + ")) {\n    polyk_" + s.name + "_ref(" + args(s, "h_", "r_") + ");\n    if (refPath) {\n" + save +
+       "    }\n  }\n";
   return o;
 }
 
@@ -255,12 +265,15 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
   o += compareOutputs(s, "g_", "r_", opt);
   o += streamsCheck(s, opt);
   // Timing: L2 flushed by a 256 MiB memset before each run, events around the launcher alone.
-  o += "  const int reps = argc > 2 ? atoi(argv[2]) : " + std::to_string(reps) + ";\n";
+  o += "  int reps = argc > 2 ? atoi(argv[2]) : " + std::to_string(reps) + ";\n";
   o += "  void *flush = 0;\n  const size_t flushBytes = 256u << 20;\n  POLYK_CHECK(cudaMalloc(&flush, flushBytes));\n";
   o += "  cudaEvent_t start, stop;\n  POLYK_CHECK(cudaEventCreate(&start));\n  POLYK_CHECK(cudaEventCreate(&stop));\n";
   o += "  for (int i = 0; i < 3; ++i) POLYK_CHECK(" + launch(s, "d_", "0") + ");\n";
   o += "  float *times = (float *)malloc(sizeof(float) * (reps > 0 ? reps : 1));\n";
+  // `stop_us=X`: polyk-tune abandons a variant whose first 3 timed runs take X or more each.
+  o += "  double stopUs = 0;\n  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"stop_us=\", 8) == 0) stopUs = atof(argv[a] + 8);\n";
   o += "  for (int r = 0; r < reps; ++r) {\n";
+  o += "    if (r == 3 && stopUs > 0 && polyk_median(times, 3) * 1000.0 >= stopUs) { reps = 3; break; }\n";
   o += "    POLYK_CHECK(cudaMemsetAsync(flush, r & 0xFF, flushBytes, 0));\n";
   o += "    POLYK_CHECK(cudaEventRecord(start, 0));\n";
   o += "    POLYK_CHECK(" + launch(s, "d_", "0") + ");\n";

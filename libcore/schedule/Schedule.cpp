@@ -323,7 +323,9 @@ KernelSizes defaultSizes(const BandShape &b) {
     threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
     long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * kSMs));
     if (!b.reduced[0]) {
-      perThread = std::min<long long>(perThread, 4);
+      // A reduction's parallel member (its reduced dims of extent 1, which isl drops from the
+      // band: [N, 1] over dim 1) owns one output a thread, as polyk-bind requires.
+      perThread = b.form == Form::Elementwise ? std::min<long long>(perThread, 4) : 1;
     } else if (e <= threads * 16 * b.vector) {
       perThread = roundUp(ceilDiv(e, threads), b.vector); // one block: a direct store
     } else {

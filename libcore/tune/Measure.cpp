@@ -154,7 +154,7 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
     for (size_t i; (i = next++) < n;) {
       if (sources[i].empty()) continue;
       std::string cc = !o.compiler.empty() ? o.compiler : cuda ? "nvcc" : "cc";
-      std::string cmd = cuda ? cc + " -O3 -arch=" + o.arch + " -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i])
+      std::string cmd = cuda ? cc + " -std=c++17 -O3 -arch=" + o.arch + " -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i])
                              : cc + " -std=c99 -O2 -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i]) + " -lm";
       Ran r = shell(cmd, o.timeoutS * 4);
       if (r.rc != 0) {
@@ -192,15 +192,15 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
         }
         return t.status == TrialStatus::Ok;
       };
+      // One process: checked (the reference computed by the first variant, then read from the
+      // cache), then timed; a cuda variant whose first 3 timed runs are >= 5x the best stops there.
+      std::string ref = " ref=" + quote(o.workDir + "/reference");
       if (!cuda) {
-        once(seed);
-      } else if (once(seed + " 3")) { // checked, and 3 timed runs: hopeless variants stop here
-        if (bestUs > 0 && t.us >= 5 * bestUs) {
-          t.status = TrialStatus::Slow;
-          t.detail = "first runs >= 5x the best so far";
-        } else {
-          once(seed + " " + std::to_string(o.reps) + " check=0");
-        }
+        once(seed + ref);
+      } else if (once(seed + " " + std::to_string(o.reps) + ref + (bestUs > 0 ? " stop_us=" + std::to_string(5 * bestUs) : "")) &&
+                 bestUs > 0 && t.us >= 5 * bestUs) {
+        t.status = TrialStatus::Slow;
+        t.detail = "first runs >= 5x the best so far";
       }
       std::remove(bins[i].c_str());
     }

@@ -9,7 +9,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum polyk_dtype { POLYK_BOOL, POLYK_I32, POLYK_I64, POLYK_F16, POLYK_BF16, POLYK_F32, POLYK_F64 };
 
@@ -100,6 +102,29 @@ static inline int polyk_cmp_float(const void *a, const void *b) {
 static inline double polyk_median(float *v, int n) {
   qsort(v, (size_t)n, sizeof(float), polyk_cmp_float);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* polyk-tune's reference cache (`ref=PATH` on a harness's command line): the sequential
+ * reference's outputs, kept in PATH.<output> by the first variant that computes them and read by
+ * the others (one program, sizes and seed: polyk-tune keeps one PATH per search). */
+static inline int polyk_ref_load(const char *path, const char *name, void *buf, size_t bytes) {
+  char file[4096];
+  snprintf(file, sizeof file, "%s.%s", path, name);
+  FILE *f = fopen(file, "rb");
+  if (!f) return 0;
+  int ok = fread(buf, 1, bytes, f) == bytes && fgetc(f) == EOF;
+  fclose(f);
+  return ok;
+}
+
+static inline void polyk_ref_save(const char *path, const char *name, const void *buf, size_t bytes) {
+  char file[4096], part[4200];
+  snprintf(file, sizeof file, "%s.%s", path, name);
+  snprintf(part, sizeof part, "%s.part", file);
+  FILE *f = fopen(part, "wb");
+  if (!f) return;
+  int ok = fwrite(buf, 1, bytes, f) == bytes;
+  if (fclose(f) == 0 && ok) rename(part, file); /* whole or absent */
 }
 
 #endif

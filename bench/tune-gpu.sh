@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# polyk-tune on the GPU (--runner cuda): each PROGRAM searched for at most TRIALS trials or SECONDS
+# seconds, its log, stderr and best.yaml in OUT/tune.tgz, then a table of the defaults' and the
+# best's medians (the harness's timing: CUDA events, L2 flushed, median of --reps).
+#   here:  bench/tune-gpu.sh prepare     -> build/gdir/{bin,lib}: polyk-tune and its shared libraries
+#   there: bench/tune-gpu.sh run OUT TRIALS SECONDS [SEARCH] PROGRAM.yaml...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=build/gdir
+if [ "${1:-}" = prepare ]; then
+  mkdir -p "$dir/bin" "$dir/lib"
+  strip -o "$dir/bin/polyk-tune" build/bin/polyk-tune
+  for l in $(ldd build/bin/polyk-tune | awk '/=> \// { print $3 }' | grep -E 'isl|yaml|spdlog|fmt|gmp|stdc\+\+|gcc_s'); do cp -L "$l" "$dir/lib/"; done
+  exit 0
+fi
+[ "${1:-}" = run ] || { echo "usage: $0 prepare | run OUT TRIALS SECONDS [SEARCH] PROGRAM.yaml..." >&2; exit 2; }
+dest=$2 trials=$3 seconds=$4 out=/tmp/polyk-tune-out
+shift 4
+search=random
+case ${1:-} in exhaustive|random|anneal) search=$1; shift ;; esac
+export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+rm -rf "$out" && mkdir -p "$out" "$dest"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
+for p in "$@"; do
+  n=$(basename "$p" .yaml)
+  "$dir/bin/polyk-tune" run "$p" --runner cuda --search "$search" --log "$out/$n.jsonl" --trials "$trials" --time "$seconds" \
+    -j "$(nproc)" --runtime libcore/runtime -o "$out/$n.best.yaml" 2> "$out/$n.err"
+  tail -1 "$out/$n.err"
+done
+printf '\n%-22s %12s %12s %8s %8s %8s %s\n' program default_us tuned_us speedup trials to_best sizes
+for p in "$@"; do
+  n=$(basename "$p" .yaml) f=$out/$n.best.yaml
+  [ -f "$f" ] || { printf '%-22s (no result: %s)\n' "$n" "$(tail -1 "$out/$n.err")"; continue; }
+  v() { sed -n "s/^$1: //p" "$f" | tr -d '"'; }
+  printf '%-22s %12s %12s %8s %8s %8s %s\n' "$n" "$(v default_us)" "$(v median_us)" "$(v speedup)" "$(v trials)" "$(v trials_to_best)" "$(v sizes)"
+done | tee "$out/table.txt"
+tar czf "$dest/tune.tgz" -C "$out" .
