@@ -21,14 +21,17 @@ case ${1:-} in exhaustive|random|anneal) search=$1; shift ;; esac
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rm -rf "$out" && mkdir -p "$out" "$dest"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
+start=$(date +%s)
 for p in "$@"; do
   n=$(basename "$p" .yaml)
+  # TUNE_BUDGET=S: no new program after S seconds (the rest are listed as skipped).
+  if [ -n "${TUNE_BUDGET:-}" ] && [ $(($(date +%s) - start)) -ge "$TUNE_BUDGET" ]; then echo "skipped $n (TUNE_BUDGET)"; continue; fi
   "$dir/bin/polyk-tune" run "$p" --runner cuda --search "$search" --log "$out/$n.jsonl" --trials "$trials" --time "$seconds" \
     -j "$(nproc)" --runtime libcore/runtime -o "$out/$n.best.yaml" 2> "$out/$n.err"
   tail -1 "$out/$n.err"
 done
-printf '\n%-22s %12s %12s %8s %8s %8s %s\n' program default_us tuned_us speedup trials to_best sizes
-for p in "$@"; do
+for p in program "$@"; do
+  [ "$p" = program ] && { printf '%-22s %12s %12s %8s %8s %8s %s\n' program default_us tuned_us speedup trials to_best sizes; continue; }
   n=$(basename "$p" .yaml) f=$out/$n.best.yaml
   [ -f "$f" ] || { printf '%-22s (no result: %s)\n' "$n" "$(tail -1 "$out/$n.err")"; continue; }
   v() { sed -n "s/^$1: //p" "$f" | tr -d '"'; }

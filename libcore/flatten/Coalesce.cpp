@@ -311,6 +311,7 @@ struct Builder {
 /// added first. The loops then scan every tensor contiguously and need no interchange.
 /// Reductions over fewer elements keep their interleaved reads (no relayout).
 constexpr long long kRelayoutMinElements = 1LL << 22;
+constexpr long long kLongRun = 1024;
 
 class Relayouter {
 public:
@@ -334,6 +335,11 @@ public:
       bool symbolic = false;
       for (const auto &e : ps.extents) elements *= e.value, symbolic |= !e.param.empty();
       if (!symbolic && elements < kRelayoutMinElements) continue;
+      // Long contiguous runs of reduced elements innermost (x[a, b, d] over a and d, d long)
+      // are read coalesced as they lie: a transposition would triple the traffic.
+      long long run = 1;
+      for (size_t d = ps.iterators.size(); d-- > 0 && ps.reduced[d];) run = ps.extents[d].param.empty() ? run * ps.extents[d].value : 0;
+      if (pattern.back() == 'r' && run >= kLongRun) continue;
       std::vector<std::string> order = par;
       order.insert(order.end(), red.begin(), red.end());
       relayoutReads(k, order);

@@ -111,7 +111,7 @@ std::pair<std::string, std::string> runnerDevice(const RunnerOptions &o) {
 }
 
 void measure(const SpaceModel &model, const std::vector<std::vector<long long>> &configs, const RunnerOptions &o,
-             double bestUs, const std::function<void(size_t, Trial)> &done) {
+             double bestUs, const std::function<void(size_t, Trial)> &done, const std::function<bool()> &expired) {
   bool cuda = o.kind == "cuda";
   size_t n = configs.size();
   std::vector<Trial> trials(n);
@@ -172,6 +172,7 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
   std::string seed = std::to_string(o.seed);
   for (size_t i = 0; i < n; ++i) {
     Trial &t = trials[i];
+    if (i > 0 && expired && expired()) break; // a batch runs at least one
     if (!sources[i].empty() && !bins[i].empty()) {
       auto once = [&](const std::string &args) {
         Ran r = shell(quote(bins[i]) + " " + args + params(o), o.timeoutS);
@@ -202,10 +203,12 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
         t.status = TrialStatus::Slow;
         t.detail = "first runs >= 5x the best so far";
       }
-      std::remove(bins[i].c_str());
     }
-    if (!sources[i].empty()) std::remove(sources[i].c_str());
     done(i, t);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!bins[i].empty()) std::remove(bins[i].c_str());
+    if (!sources[i].empty()) std::remove(sources[i].c_str());
   }
 }
 

@@ -238,7 +238,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
         stateUs = t.us;
       }
       findBest();
-    });
+    }, [&] { return search.seconds > 0 && seconds() >= search.seconds; });
   }
   r.trials = (long long)log.trials().size();
   r.trialsToBest = r.best.index + 1;

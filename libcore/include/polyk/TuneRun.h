@@ -97,9 +97,11 @@ std::pair<std::string, std::string> runnerDevice(const RunnerOptions &o);
 
 /// Builds, compiles (`jobs` at a time) and runs (one at a time) the configurations `keys` of
 /// `model`, each checked against the reference. A run whose first timings are >= 5x `bestUs`
-/// (where > 0) is abandoned (Slow). `done` is called as each trial ends, in order.
+/// (where > 0) is abandoned (Slow). `done` is called as each trial ends, in order; once `expired`
+/// says so, the configurations not yet run (all but the first) are left, unreported (a later
+/// search tries them).
 void measure(const SpaceModel &model, const std::vector<std::vector<long long>> &configs, const RunnerOptions &o,
-             double bestUs, const std::function<void(size_t, Trial)> &done);
+             double bestUs, const std::function<void(size_t, Trial)> &done, const std::function<bool()> &expired = {});
 
 struct SearchOptions {
   std::string strategy = "random"; // exhaustive | random | anneal
