@@ -11,6 +11,7 @@ config.test_exec_root = os.path.join(config.polyk_build_dir, "test", "lit")
 
 for tool in ["polyk-flatten", "polyk-schedule", "polyk-bind", "polyk-emit", "polyk-tune"]:
     config.substitutions.append(("%" + tool, os.path.join(config.polyk_bin_dir, tool)))
+config.substitutions.append(("%bin", config.polyk_bin_dir))
 config.substitutions.append(("%examples", os.path.join(config.polyk_source_dir, "examples")))
 config.substitutions.append(("%runtime", os.path.join(config.polyk_source_dir, "libcore", "runtime")))
 config.environment["PATH"] = os.path.dirname(config.filecheck) + os.pathsep + config.environment.get("PATH", os.environ["PATH"])

@@ -14,6 +14,7 @@ Checks, one line each:
   reject/CASE              a deliberately broken document that the schema must reject (and,
                            where a polyk tool reads that kind, the tool must reject too)
   space/EXAMPLE            polyk-tune space's output for each example matches space/1
+  tuning/run               polyk-tune run's best.yaml (CPU runner, 2 trials) matches tuning/1
 The last line is `N passed, M failed`; the exit status is 1 when anything failed.
 
 Needs Debian's python3-yaml and python3-jsonschema (4.10 in Debian 12): it uses
@@ -37,8 +38,8 @@ import yaml
 
 KINDS = ["program", "scop", "schedule", "bound", "kernel"]
 # Kinds beside the pipeline: space/1 (polyk-tune space writes it from a program; polyk-tune
-# generate reads it).
-SIDE_KINDS = ["space"]
+# generate reads it), tuning/1 (polyk-tune run writes it; polyk-schedule --tuning reads it).
+SIDE_KINDS = ["space", "tuning"]
 # The polyk tool that reads each kind (kernel/1 has no reader among the stages).
 READER = {"program": "polyk-flatten", "scop": "polyk-schedule", "schedule": "polyk-bind", "bound": "polyk-emit"}
 TIMEOUT = 120
@@ -369,6 +370,62 @@ def check_spaces(results, schemas, bin_dir, src, programs, tmp):
             results.ok(label)
 
 
+def check_tuning(results, schemas, bin_dir, src, tmp):
+    """tuning/1: the example (valid, read by polyk-schedule --tuning), polyk-tune run's output,
+    and broken ones the schema and polyk-schedule both reject."""
+    path = src / "schemas" / "examples" / "tuning.example.yaml"
+    gemm = src / "examples" / "blas" / "gemm.yaml"
+    flat = os.path.join(tmp, "gemm.scop.yaml")
+    run_tool(bin_dir, "polyk-flatten", [str(gemm), "-o", flat])
+
+    def schedule_reads(f, scop=flat):
+        return run_tool(bin_dir, "polyk-schedule", [scop, "--tuning", f, "-o", os.path.join(tmp, "tuned.schedule.yaml")])
+
+    if check_file(results, schemas, "example/tuning", "tuning", path):
+        rc, err = schedule_reads(str(path))
+        if rc == 0:
+            results.ok("example/tuning/reader")
+        else:
+            results.fail("example/tuning/reader", f"polyk-schedule --tuning exited {rc}: {err}")
+    best = os.path.join(tmp, "best.yaml")
+    rc, err = run_tool(bin_dir, "polyk-tune", ["run", str(gemm), "--trials", "2", "--log", os.path.join(tmp, "tune.jsonl"),
+                                               "--param", "M=33", "--param", "N=65", "--param", "K=17",
+                                               "--runtime", str(src / "libcore" / "runtime"), "-o", best])
+    if rc != 0:
+        results.fail("tuning/run", f"polyk-tune run exited {rc}: {err}")
+    else:
+        check_file(results, schemas, "tuning/run", "tuning", best)
+    ex = load_yaml(path.read_text())
+    broken = {
+        "tuning-missing-sizes": lambda d: d.pop("sizes"),
+        "tuning-wrong-header": lambda d: d.update(polyk="tuning/2"),
+        "tuning-other-program": None,  # the schema accepts it; polyk-schedule refuses gemm's tuning for sum_i32
+    }
+    for name, edit in broken.items():
+        label = f"reject/{name}"
+        doc = copy.deepcopy(ex)
+        if edit is None:
+            other = os.path.join(tmp, "sum_i32.scop.yaml")
+            run_tool(bin_dir, "polyk-flatten", [str(src / "examples" / "sum_i32.yaml"), "-o", other])
+            rc, err = schedule_reads(str(path), other)
+            if rc == 0:
+                results.fail(label, "polyk-schedule takes a tuning of another program")
+            else:
+                results.ok(label)
+            continue
+        edit(doc)
+        if not schemas.errors("tuning", doc):
+            results.fail(label, "the tuning schema accepts it")
+            continue
+        f = os.path.join(tmp, f"{name}.yaml")
+        pathlib.Path(f).write_text(yaml.safe_dump(doc, sort_keys=False, width=1000))
+        rc, err = schedule_reads(f)
+        if rc == 0:
+            results.fail(label, "the schema rejects it but polyk-schedule --tuning accepts it")
+        else:
+            results.ok(label)
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -410,6 +467,7 @@ def main(argv):
             results.fail("reject", "needs every example file to be valid")
 
         check_spaces(results, schemas, bin_dir, src, programs, tmp)
+        check_tuning(results, schemas, bin_dir, src, tmp)
 
     print(f"{results.passed} passed, {results.failed} failed")
     return 1 if results.failed else 0

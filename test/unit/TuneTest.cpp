@@ -3,6 +3,7 @@
 #include "polyk/Flatten.h"
 #include "polyk/Program.h"
 #include "polyk/Tune.h"
+#include "polyk/TuneRun.h"
 
 #include <gtest/gtest.h>
 
@@ -108,4 +109,28 @@ TEST(Tune, ProgramSpacesHoldTheirDefaults) {
     EXPECT_GT(g.count, 1) << example;
     EXPECT_EQ(g.defaultViolates, "") << example;
   }
+}
+
+TEST(Tune, SpaceModelCompletesChecksAndKeysConfigurations) {
+  Space s = readSpace("polyk: space/1\nname: t\nparameters:\n"
+                      "  - {name: a, values: [1, 2, 4], default: 2}\n"
+                      "  - {name: b, values: [1, 2], default: 1}\n"
+                      "  - {name: c, expr: \"a * b\"}\n"
+                      "constraints:\n  - \"c <= 4\"\n",
+                      "t.yaml");
+  SpaceModel m(s);
+  std::vector<long long> d = m.defaults();
+  EXPECT_EQ(d, (std::vector<long long>{2, 1, 2}));
+  EXPECT_EQ(m.key(d), "a=2 b=1 c=2");
+  std::vector<long long> v{4, 2, 0};
+  EXPECT_EQ(m.complete(v), "c <= 4"); // c = 8
+  EXPECT_EQ(v[2], 8);
+  v = {3, 1, 0};
+  EXPECT_EQ(m.complete(v), "a takes one of its values");
+  // The key round-trips; the expression parameter may be left out; errors name what is wrong.
+  EXPECT_EQ(m.parseKey("a=4 b=1 c=4", {}), (std::vector<long long>{4, 1, 4}));
+  EXPECT_EQ(m.parseKey("b=2 a=1", {})[1], 2);
+  EXPECT_THROW(m.parseKey("a=4", {}), InputError);      // b missing
+  EXPECT_THROW(m.parseKey("a=4 z=1", {}), InputError);  // no such parameter
+  EXPECT_THROW(m.parseKey("a=4x b=1", {}), InputError); // not an integer
 }
