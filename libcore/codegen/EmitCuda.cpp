@@ -60,15 +60,27 @@ std::set<std::string> sharedAcrossParts(const Scop &s, const std::vector<size_t>
   return shared;
 }
 
+bool singleThread(const KernelConfig &kc);
+
+/// The tensors a fused kernel declares without __restrict__: those shared across its parts, and
+/// every tensor of a group of one-thread kernels, whose later part reads the outputs an earlier
+/// one wrote without listing them as reads (`out[0] = max(out[0], x[i])`): given x's
+/// __restrict__, nvcc (13.0) turned the bool `x[i] > out[0] ? x[i] : out[0]` into a select of the
+/// two addresses and one non-coherent load (ld.global.nc), which missed the init's store (H100,
+/// bench/results/2026-11-25-h100-random-reductions-run2-check.txt, m_all_max_bool_1).
+std::set<std::string> unrestricted(const Scop &s, const std::vector<size_t> &group) {
+  std::set<std::string> names = sharedAcrossParts(s, group);
+  if (group.size() > 1 && singleThread(s.kernels[group[0]]))
+    for (const auto &t : s.tensors) names.insert(t.name);
+  return names;
+}
+
 std::string kernelArgs(const Scop &s) {
   std::string a;
   for (const auto &[name, value] : s.params) a += std::string(a.empty() ? "" : ", ") + name;
   for (const auto &t : s.tensors) a += std::string(a.empty() ? "" : ", ") + t.name;
   return a;
 }
-
-
-bool singleThread(const KernelConfig &kc);
 
 /// How a block's partial reaches the output (Panamera Part 3 and its deterministic variant).
 enum class Return {
@@ -607,7 +619,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
     o += kernelMacros(s, first, Dialect::Cuda, promoted, opt);
     o += std::string(vectors ? "template <bool POLYK_ALIGNED>\n" : "") + "__global__ void __launch_bounds__(" +
          std::to_string(first.block[0] * first.block[1] * first.block[2]) + ") " + first.name + "(" +
-         kernelParams(s, sharedAcrossParts(s, group)) + orderedParams(s, first, opt) + ") {\n";
+         kernelParams(s, unrestricted(s, group)) + orderedParams(s, first, opt) + ") {\n";
     o += "  const polyk_idx b_x = blockIdx.x, b_y = blockIdx.y, t_x = threadIdx.x, t_y = threadIdx.y;\n";
     o += "  (void)b_x; (void)b_y; (void)t_x; (void)t_y;\n";
     if (vectors) o += alignmentAssumptions(s, promoted);
