@@ -60,8 +60,6 @@ std::set<std::string> sharedAcrossParts(const Scop &s, const std::vector<size_t>
   return shared;
 }
 
-bool singleThread(const KernelConfig &kc);
-
 /// The tensors a fused kernel declares without __restrict__: those shared across its parts, and
 /// every tensor of a group of one-thread kernels, whose later part reads the outputs an earlier
 /// one wrote without listing them as reads (`out[0] = max(out[0], x[i])`): given x's
@@ -483,12 +481,6 @@ std::string reduceMacro(const Scop &s, const ScopStatement &st, const std::strin
 std::string initMacro(const Scop &s, const ScopStatement &st, Dialect d) {
   const TensorDecl &out = *s.tensor(outputOf(s, st));
   return out.name + "[" + linearIndex(st.write, out) + "] = " + storeValue(d, out.type, reduceIdentity(*st.op, out.type)) + ";";
-}
-
-/// A kernel of one thread (no band: isl found nothing to map) updates outputs directly: no other
-/// thread touches them, and one thread may reduce into several outputs.
-bool singleThread(const KernelConfig &kc) {
-  return kc.grid == std::array<std::string, 3>{"1", "1", "1"} && kc.block == std::array<int, 3>{1, 1, 1};
 }
 
 std::string kernelMacros(const Scop &s, const KernelConfig &kc, Dialect d, const std::set<std::string> &promoted,

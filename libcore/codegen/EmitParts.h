@@ -40,8 +40,15 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt);
 std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOptions &opt);
 std::string emitCudaHarness(const Scop &s, const EmitOptions &opt);
 
-/// The launched kernels (in order) grouped into the kernels that run as one: consecutive, with
-/// the same grid and block, each `blockComplete` (its reductions finish inside the block), and
+/// A kernel of one thread (no band: isl found nothing to map) updates outputs directly: no other
+/// thread touches them, and one thread may reduce into several outputs.
+inline bool singleThread(const KernelConfig &kc) {
+  return kc.grid == std::array<std::string, 3>{"1", "1", "1"} && kc.block == std::array<int, 3>{1, 1, 1};
+}
+
+/// The launched kernels (in order) grouped into the kernels that run as one: consecutive kernels
+/// of one thread each (that thread runs them in order), or consecutive kernels with the same grid
+/// and block, each `blockComplete` (its reductions finish inside the block), and
 /// every block of a group reading and writing only what its own block of the earlier parts wrote
 /// or read (KernelFusion.cpp). One group is one __global__ with a barrier between its parts.
 std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule &mapped,

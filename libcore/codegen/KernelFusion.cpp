@@ -112,10 +112,7 @@ std::vector<std::vector<size_t>> kernelGroups(const Scop &s, const isl::schedule
       const KernelConfig &prev = s.kernels[groups.back().back()];
       // Kernels of one thread each (a reduction of one element and its initialisation): that
       // thread runs them in order.
-      auto one = [](const KernelConfig &c) {
-        return c.grid == std::array<std::string, 3>{"1", "1", "1"} && c.block == std::array<int, 3>{1, 1, 1};
-      };
-      joins = (one(prev) && one(kc)) ||
+      joins = (singleThread(prev) && singleThread(kc)) ||
               (prev.grid == kc.grid && prev.block == kc.block && blockComplete(prev) && blockComplete(kc) &&
               onlyItself(mine.reads.apply_range(group.writes.reverse())) &&  // reads what its own block wrote
               onlyItself(mine.writes.apply_range(group.reads.reverse())) &&  // overwrites only its own block's reads

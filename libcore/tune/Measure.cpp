@@ -116,7 +116,9 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
   size_t n = configs.size();
   std::vector<Trial> trials(n);
   std::vector<std::string> sources(n), bins(n);
-  // Build the sources here (isl is not shared across threads), one file each.
+  // Build the sources here (isl is not shared across threads), one file each, from the program
+  // flattened once (the tool has read it: no error here).
+  Scop flat = flatten(readProgram(o.programText, o.programFile));
   for (size_t i = 0; i < n; ++i) {
     std::vector<long long> v = configs[i];
     trials[i].key = model.key(v);
@@ -127,7 +129,6 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       continue;
     }
     try {
-      Scop flat = flatten(readProgram(o.programText, o.programFile));
       ScheduleOptions so;
       so.sizes = sizesOf(model.space(), v);
       Scop sched = readSchedule(writeSchedule(schedule(flat, so)), "schedule");

@@ -189,15 +189,12 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<long long> defaults = model.defaults();
   std::string defaultKey = model.key(defaults);
-  auto findBest = [&] {
-    r.best = Trial{};
-    r.best.index = -1;
-    for (const Trial &t : log.trials()) {
-      if (t.status == TrialStatus::Ok && (r.best.index < 0 || t.us < r.best.us)) r.best = t;
-      if (t.key == defaultKey) r.defaults = t;
-    }
+  r.best.index = -1;
+  auto consider = [&](const Trial &t) {
+    if (t.status == TrialStatus::Ok && (r.best.index < 0 || t.us < r.best.us)) r.best = t;
+    if (t.key == defaultKey) r.defaults = t;
   };
-  findBest();
+  for (const Trial &t : log.trials()) consider(t);
   if (!log.trials().empty()) progress("resuming: " + std::to_string(log.trials().size()) + " trials in the log");
   Proposer proposer(model, search, g.count);
   std::vector<long long> state = r.best.index >= 0 ? model.parseKey(r.best.key, {}) : defaults;
@@ -237,7 +234,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
         state = model.parseKey(t.key, {});
         stateUs = t.us;
       }
-      findBest();
+      consider(t);
     }, [&] { return search.seconds > 0 && seconds() >= search.seconds; });
   }
   r.trials = (long long)log.trials().size();
