@@ -1,8 +1,10 @@
 // Expressions of the input language printed as C or CUDA in their compute types (f16 / bf16 are
 // computed in float; literals take their context's type), identically for the generated kernels
-// and the sequential references so that both compute the same function.
+// and the sequential references so that both compute the same function (but pow with a constant
+// exponent, polyk/math.h: on the device rsqrtf where the reference divides by sqrt).
 #include "CodegenInternal.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace polyk::codegen {
@@ -37,6 +39,26 @@ DType combine(const Value &a, const Value &b) {
 bool floatingType(DType t) { return t == DType::F32 || t == DType::F64; }
 
 std::string mathFn(const std::string &name, DType t) { return t == DType::F64 ? name : name + "f"; }
+
+/// pow(A, b) for a literal exponent b that has a cheaper form (polyk/math.h says how close), or
+/// "": x * x, sqrt and its reciprocal, x * sqrt(x) and its reciprocal (nvcc's powf is a long
+/// sequence: N-body's pow(r2, -1.5)).
+std::string powForm(const Value &b, DType t, const std::string &A) {
+  if (!b.weak) return "";
+  std::string text = b.text;
+  bool negative = text.size() > 3 && text.compare(0, 2, "(-") == 0 && text.back() == ')';
+  if (negative) text = text.substr(2, text.size() - 3);
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return "";
+  if (negative) v = -v;
+  if (v == 2) return mathFn("polyk_pow2", t) + "(" + A + ")";
+  if (v == 0.5) return mathFn("sqrt", t) + "(" + A + ")";
+  if (v == -0.5) return mathFn("polyk_powm0_5", t) + "(" + A + ")";
+  if (v == 1.5) return mathFn("polyk_pow1_5", t) + "(" + A + ")";
+  if (v == -1.5) return mathFn("polyk_powm1_5", t) + "(" + A + ")";
+  return "";
+}
 
 } // namespace
 
@@ -110,6 +132,7 @@ Value printValue(const ExprPtr &e, Dialect d, const AccessPrinter &access, const
         Value a = go(x->args[0]), b = go(x->args[1]);
         DType t = combine(a, b);
         if (!floatingType(t)) t = DType::F32;
+        if (std::string f = powForm(b, t, convert(a, t)); !f.empty()) return {f, t, false};
         return {mathFn("pow", t) + "(" + convert(a, t) + ", " + convert(b, t) + ")", t, false};
       }
       Value a = go(x->args[0]);

@@ -192,10 +192,15 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
               std::max<long long>(32, std::min<long long>(64, pow2Ceil(extent[1])))};
     return s;
   }
-  long long bx = std::min<long long>(reduction ? 16 : 32, pow2Ceil(extent[n - 1]));
+  // A reduction's short innermost dim (N-body's 3 coordinates) lies whole in each thread's
+  // register tile: its points share the work that does not depend on it (the distance), and no
+  // thread idles (4 threads along it, one idle: 62.0 ms; whole: see docs/affine.md).
+  bool wholeX = reduction && extent[n - 1] <= 4;
+  long long bx = wholeX ? 1 : std::min<long long>(reduction ? 16 : 32, pow2Ceil(extent[n - 1]));
   long long by = std::min<long long>(256 / bx, pow2Ceil(extent[n - 2]));
-  if (reduction) by = std::min<long long>(by, 16);
-  if (reduction && n > 2 && pow2Ceil(extent[n - 1]) <= bx) {
+  if (reduction && !wholeX) by = std::min<long long>(by, 16);
+  if (wholeX) {
+  } else if (reduction && n > 2 && pow2Ceil(extent[n - 1]) <= bx) {
     // A short x: 2 points a thread along it, 8 along y, so the tile still reuses loads
     // (abcdef-gdab-efgc: 16 x 16 outputs as 8 x 2 threads, 16 more along z: 122 us; 16 x 4
     // threads 203 us; bench/results/2026-11-24-h100-contraction-sizes.txt).
@@ -207,6 +212,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     by = 8;
   }
   s.block[n - 1] = s.tile[n - 1] = bx;
+  if (wholeX) s.tile[n - 1] = extent[n - 1];
   s.block[n - 2] = s.tile[n - 2] = by;
   if (reduction) {
     auto blocks = [&] {
@@ -218,7 +224,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     // build the kernels of a 6-dim contraction (abcdef-gdab-efgc: 1.2 s, 10 s under ASan).
     // (An extent of a few blocks but not a power of 2 takes whole blocks: abcd-aebf-dfce's 48 is
     // 3 points of 16 threads, not 4 with one always outside.)
-    for (size_t m = n >= 2 ? n - 2 : 0; m < n; ++m)
+    for (size_t m = n - 2; m < (wholeX ? n - 1 : n); ++m)
       for (long long r = 8; r > 1; r /= 2)
         if (extent[m] != pow2Ceil(extent[m]) && extent[m] % s.block[m] == 0 && extent[m] / s.block[m] <= r &&
             extent[m] / s.block[m] > r / 2) {
@@ -251,7 +257,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
     while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
       size_t best = n;
-      for (size_t m = n; m-- > 0;)
+      for (size_t m = wholeX ? n - 1 : n; m-- > 0;)
         if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
       if (best == n) break;
       halve(best);

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "polyk/math.h"
+
 typedef uint16_t polyk_f16_t;
 typedef uint16_t polyk_bf16_t;
 

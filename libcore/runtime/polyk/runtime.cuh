@@ -40,6 +40,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "polyk/math.h"
+
 #ifdef POLYK_BLOCK_REDUCE_CUB
 #include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_reduce.cuh>
