@@ -4,6 +4,7 @@
 // accumulator that polyk-bind promoted is a register of the thread (`C_acc_r`): the reduction's
 // init, update loop and store of one output point run in that thread, in order.
 #include "EmitParts.h"
+#include "Staging.h"
 
 #include "polyk/Bind.h"
 #include "polyk/Promotion.h"
@@ -165,133 +166,6 @@ std::string replaceWord(const std::string &text, const std::string &word, const 
   return o;
 }
 
-/// A kernel's tiles staged in shared memory (Promotion.h), and the statements that read them.
-struct Staging {
-  std::vector<SharedTile> tiles;
-  std::vector<std::string> stmts;
-  isl::union_map prefix;
-  bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }
-  const SharedTile *tile(const std::string &tensor) const {
-    for (const auto &t : tiles)
-      if (t.tensor == tensor) return &t;
-    return nullptr;
-  }
-};
-
-std::string sharedName(const std::string &t) { return "polyk_sh_" + t; }
-std::string offsetName(const std::string &t, size_t d) { return "polyk_o_" + t + "_" + std::to_string(d); }
-
-/// The kernel's shared arrays (local arrays in the mapped C) and the variables holding each
-/// tile's first element, which the copy sets and the reads use.
-std::string stagingDecls(const Scop &s, const Staging &st, Dialect d) {
-  std::string o;
-  for (const auto &t : st.tiles) {
-    const TensorDecl &tensor = *s.tensor(t.tensor);
-    o += "  " + std::string(d == Dialect::Cuda ? "__shared__ __align__(16) " : "") + (d == Dialect::Cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type)) +
-         " " + sharedName(t.tensor) + "[" + std::to_string(t.elements()) + "];\n  polyk_idx ";
-    for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + offsetName(t.tensor, i);
-    o += ";\n";
-  }
-  return o;
-}
-
-/// Each staged tile copied into shared memory: the block's threads take its elements in turn
-/// (consecutive threads, consecutive elements of the innermost dim), those outside the tensor
-/// hold its padding or are skipped; in the mapped C, each thread copies the whole tile.
-/// `offsets`: the C setting the tiles' first elements at this point of the schedule.
-std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc, Dialect d, const std::string &offsets, int indent) {
-  std::string pad(2 * indent, ' ');
-  std::string o = pad + "{ /* staged in shared memory: ";
-  for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
-  o += " */\n" + offsets;
-  bool cuda = d == Dialect::Cuda;
-  std::string tid = cuda ? "(polyk_idx)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x)" : "0";
-  std::string threads = cuda ? std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) : "1";
-  for (const auto &t : st.tiles) {
-    const TensorDecl &tensor = *s.tensor(t.tensor);
-    size_t n = t.size.size();
-    std::string padding = tensor.padding ? storeValue(d, tensor.type, "(" + std::string(computeCType(tensor.type)) + ")(" + *tensor.padding + ")") : "";
-    // The copy loop, `lanes` consecutive elements of the innermost dim at a time (1, or 4 as one
-    // float4 where vectorCopy holds).
-    auto loop = [&](int lanes, const std::string &in) {
-      long long vectors = 1;
-      for (size_t i = 0; i < n; ++i) vectors *= i + 1 == n ? t.size[i] / lanes : t.size[i];
-      std::string l = in + "for (polyk_idx e = " + tid + "; e < " + std::to_string(vectors) + "; e += " + threads + ") {\n";
-      l += in + "  polyk_idx rest = e;\n";
-      std::string cond, global, local;
-      for (size_t i = n; i-- > 0;) {
-        std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
-        long long extent = i + 1 == n ? t.size[i] / lanes : t.size[i];
-        std::string scaled = i + 1 == n && lanes > 1 ? " * " + std::to_string(lanes) : "";
-        if (i > 0) l += in + "  const polyk_idx " + x + " = (rest % " + std::to_string(extent) + ")" + scaled + ";\n" + in + "  rest /= " + std::to_string(extent) + ";\n";
-        else l += in + "  const polyk_idx " + x + " = rest" + scaled + ";\n";
-        l += in + "  const polyk_idx " + g + " = " + offsetName(t.tensor, i) + " + " + x + ";\n";
-      }
-      for (size_t i = 0; i < n; ++i) {
-        std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
-        cond += std::string(i ? " && " : "") + "0 <= " + g + " && " + g + " < " + tensor.shape[i].str();
-        global = i == 0 ? g : "(" + global + ") * " + tensor.shape[i].str() + " + " + g;
-        local += std::string(i ? " + " : "") + x + (t.stride[i] == 1 ? "" : " * " + std::to_string(t.stride[i]));
-      }
-      std::string target = sharedName(t.tensor) + "[" + local + "]", source = t.tensor + "[" + global + "]";
-      if (lanes == 1) {
-        if (tensor.padding) l += in + "  " + target + " = " + cond + " ? " + source + " : " + padding + ";\n";
-        else l += in + "  if (" + cond + ") " + target + " = " + source + ";\n";
-      } else {
-        std::string load = "*(const float4 *)&" + source;
-        if (tensor.padding) l += in + "  const float4 v = " + cond + " ? " + load + " : make_float4(" + padding + ", " + padding + ", " + padding + ", " + padding + ");\n";
-        else l += in + "  if (!(" + cond + ")) continue;\n" + in + "  const float4 v = " + load + ";\n";
-        // (Rows padded against bank conflicts leave the copy's rows unaligned: four stores.)
-        bool aligned = true;
-        for (size_t i = 0; i + 1 < n; ++i) aligned = aligned && t.stride[i] % 4 == 0;
-        if (aligned) l += in + "  *(float4 *)&" + target + " = v;\n";
-        else
-          for (int k = 0; k < 4; ++k)
-            l += in + "  " + sharedName(t.tensor) + "[" + local + " + " + std::to_string(k) + "] = v." + "xyzw"[k] + ";\n";
-      }
-      return l + in + "}\n";
-    };
-    // Vectors of 4 f32 where isl shows the tile's first element along the innermost dim is a
-    // multiple of 4 at every point (the whole box then takes whole aligned vectors, each wholly
-    // inside or outside the tensor, given its innermost extent is a multiple of 4 and its base
-    // 16-byte aligned; both checked at run time where they are not known).
-    bool vectorCopy = cuda && tensor.type == DType::F32 && t.size[n - 1] % 4 == 0 &&
-                      (!tensor.shape[n - 1].param.empty() || tensor.shape[n - 1].value % 4 == 0);
-    if (vectorCopy) {
-      isl::aff first = t.offset.get_at((int)n - 1);
-      auto multipleOf4 = [](isl::val v) { return v.is_int() && v.get_num_si() % 4 == 0; };
-      vectorCopy = isl_aff_dim(first.get(), isl_dim_div) == 0 && multipleOf4(first.get_constant_val());
-      for (auto type : {isl_dim_in, isl_dim_param})
-        for (int i = 0; vectorCopy && i < (int)isl_aff_dim(first.get(), type); ++i)
-          vectorCopy = multipleOf4(isl::manage(isl_aff_get_coefficient_val(first.get(), type, i)));
-    }
-    if (!vectorCopy) {
-      o += loop(1, pad + "  ");
-      continue;
-    }
-    std::string runtime = "((uintptr_t)" + t.tensor + " & 15) == 0";
-    if (!tensor.shape[n - 1].param.empty()) runtime += " && " + tensor.shape[n - 1].param + " % 4 == 0";
-    o += pad + "  if (" + runtime + ") {\n" + loop(4, pad + "    ") + pad + "  } else {\n" + loop(1, pad + "    ") + pad + "  }\n";
-  }
-  o += pad + "}\n";
-  if (cuda) o += pad + "__syncthreads();\n";
-  return o;
-}
-
-/// Reads of a staged tensor by a statement below the staging point: its element of the copy.
-ReadOverride stagedReads(const Staging &st) {
-  return [&st](const ScopStatement &stmt, size_t k, const std::string &lvalue) -> std::string {
-    if (!st.reads(stmt.name)) return lvalue;
-    const SharedTile *t = st.tile(isl::map(islCtx(), stmt.reads[k]).range_tuple_id().name());
-    if (!t) return lvalue;
-    std::string index;
-    for (size_t d = 0; d < t->size.size(); ++d)
-      index += std::string(d ? " + " : "") + "(" + subscriptC(stmt.reads[k], d) + " - " + offsetName(t->tensor, d) + ")" +
-               (t->stride[d] == 1 ? "" : " * " + std::to_string(t->stride[d]));
-    return sharedName(t->tensor) + "[" + index + "]";
-  };
-}
-
 std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}, const Staging &staging = {}) {
   std::set<std::string> promoted = promotedIn(kc);
   std::string o;
@@ -385,7 +259,7 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
 struct AstCallbacks {
   const Staging *staging = nullptr;
   isl::union_map prefix; // each instance below the mark -> its prefix (Promotion.h)
-  std::vector<std::string> offsets;
+  std::vector<std::string> offsets, nextOffsets;
   std::string error;
   int indent = 0;
 
@@ -433,28 +307,36 @@ struct AstCallbacks {
     if (!shared) return node;
     // The AST's outer schedule there -> the instances below -> their prefix -> the tile's first
     // element: single-valued (one block, one reduced tile), an expression of the outer iterators.
-    std::string code;
+    std::string code, next;
     isl_union_map *sched = isl_ast_build_get_schedule(build);
-    for (const auto &t : self->staging->tiles) {
+    // (With prefetch, also the next reduced tile's first element: Staging::nextOffset.)
+    auto print = [&](const SharedTile &t, const isl::multi_aff &offset, std::string (*name)(const std::string &, size_t), std::string &out) {
       isl::union_map first = isl::manage(isl_union_map_copy(sched)).reverse().apply_range(self->prefix).apply_range(
-          isl::union_map(isl::manage(isl_map_from_multi_aff(t.offset.copy()))));
+          isl::union_map(isl::manage(isl_map_from_multi_aff(offset.copy()))));
       isl::map_list maps = first.get_map_list();
       if (maps.size() != 1 || !maps.at(0).is_single_valued()) {
         self->error = "the first element of " + t.tensor + "'s tile is not a function of the AST's loops at the \"shared\" mark";
-        break;
+        return false;
       }
       isl::map only = maps.at(0);
       isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(only.copy());
       for (size_t d = 0; d < t.size.size(); ++d) {
         isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, isl_pw_multi_aff_get_pw_aff(pma, (int)d));
-        code += "  " + offsetName(t.tensor, d) + " = " + islExprToC(e) + ";\n";
+        out += "  " + name(t.tensor, d) + " = " + islExprToC(e) + ";\n";
         isl_ast_expr_free(e);
       }
       isl_pw_multi_aff_free(pma);
+      return true;
+    };
+    const auto &tiles = self->staging->tiles;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      if (!print(tiles[i], tiles[i].offset, offsetName, code)) break;
+      if (self->staging->prefetch && !print(tiles[i], self->staging->nextOffset.at(i), nextOffsetName, next)) break;
     }
     isl_union_map_free(sched);
     std::string note = "shared " + std::to_string(self->offsets.size());
     self->offsets.push_back(code);
+    self->nextOffsets.push_back(next);
     return isl_ast_node_set_annotation(node, isl_id_alloc(isl_ast_node_get_ctx(node), note.c_str(), nullptr));
   }
 };
@@ -511,10 +393,16 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   printer.annotations = true;
   printer.mark = [&](const std::string &name, const std::string &body, int indent) {
     if (name.rfind("shared ", 0) != 0) return body;
-    std::string pad(2 * indent, ' '), offsets;
-    std::stringstream lines(marks.offsets.at(std::stoul(name.substr(7))));
-    for (std::string line; std::getline(lines, line);) offsets += pad + line + "\n";
-    return stagingCopy(s, staging, kc, d, offsets, indent) + body + (d == Dialect::Cuda ? pad + "__syncthreads();\n" : "");
+    std::string pad(2 * indent, ' ');
+    auto indented = [&](const std::string &code) {
+      std::string o;
+      std::stringstream lines(code);
+      for (std::string line; std::getline(lines, line);) o += pad + line + "\n";
+      return o;
+    };
+    size_t at = std::stoul(name.substr(7));
+    return stagingCopy(s, staging, kc, d, indented(marks.offsets.at(at)), indented(marks.nextOffsets.at(at)), indent) + body +
+           (d == Dialect::Cuda ? pad + "__syncthreads();\n" : "");
   };
   printer.user = [](const std::string &stmt, const std::vector<std::string> &a) -> std::string {
     if (stmt == "polyk_stage") return ""; // its `shared` mark prints the copies
@@ -531,7 +419,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       if (trip > 1 && trip <= kUnrollTrip) return {std::string(2 * indent, ' ') + "#pragma unroll\n", ""};
       return {"", ""};
     };
-  std::string o = ids.prologue() + stagingDecls(s, staging, d);
+  std::string o = ids.prologue() + stagingDecls(s, staging, d, kc);
   for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + ";\n";
   std::string general = printer.print(build.node_from(restricted), 2);
   if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
@@ -564,7 +452,7 @@ bool promotedAnywhere(const Scop &s, const std::string &t) {
 
 } // namespace
 
-std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
+std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   std::string o;
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
@@ -579,6 +467,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging;
     staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
+    if (opt.prefetch == "auto") planPrefetch(s, staging, kc);
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda, regs, staging);
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
@@ -617,7 +506,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &) {
   return o + "  return cudaSuccess;\n}\n";
 }
 
-std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
+std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   std::string o = "/* The CUDA kernels' code run on the CPU: block after block, thread after thread. */\n";
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
   for (const auto &t : s.tensors)
@@ -635,6 +524,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &) {
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging;
     staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
+    if (opt.prefetch == "auto") planPrefetch(s, staging, kc); // (the CUDA kernel's, run by one thread)
     o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging);
     // blockIdx / threadIdx as the kernel's prologue reads them.
     o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";

@@ -47,6 +47,11 @@ int main(int argc, char **argv) {
                         "where they measured faster), all, or off")
              ->check(CLI::IsMember({"auto", "all", "off"}))
              ->capture_default_str();
+         app.add_option("--prefetch", opts.prefetch,
+                        "staged tiles of the affine path: auto (each thread loads its share of the next reduced "
+                        "tile's copy into registers during this one's compute, where it takes at most 16 registers), or off")
+             ->check(CLI::IsMember({"auto", "off"}))
+             ->capture_default_str();
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },

@@ -41,6 +41,10 @@ struct EmitOptions {
   /// evict-first in L2, where they measured faster on the H100: EmitCuda.cpp, streamedTensors),
   /// all (every input's), off (none).
   std::string streamLoads = "auto";
+  /// The copies of staged tiles (affine path): auto (CUDA kernels whose reduced tiles follow one
+  /// another load the next tile's copy into registers during this one's compute, where it takes
+  /// at most 16 registers a thread: Staging.h) or off.
+  std::string prefetch = "auto";
   int repetitions = 100;           // timed runs of the CUDA harness
   std::string sourceName;          // name of the .cu written, for kernel/1
 };

@@ -1,0 +1,332 @@
+// Shared-memory staging in the generated code (Staging.h).
+#include "Staging.h"
+
+#include <isl/aff.h>
+
+namespace polyk::codegen {
+
+std::string sharedName(const std::string &t) { return "polyk_sh_" + t; }
+std::string offsetName(const std::string &t, size_t d) { return "polyk_o_" + t + "_" + std::to_string(d); }
+std::string nextOffsetName(const std::string &t, size_t d) { return "polyk_n_" + t + "_" + std::to_string(d); }
+
+namespace {
+
+std::string threadId(Dialect d) {
+  return d == Dialect::Cuda ? "(polyk_idx)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x)" : "0";
+}
+
+long long blockThreads(const KernelConfig &kc) { return (long long)kc.block[0] * kc.block[1] * kc.block[2]; }
+
+/// How one tile is copied: its element groups of `lanes` consecutive elements of the innermost
+/// dim (4: one float4), and, for the prefetch, each thread's share of them (`perThread`).
+struct CopyShape {
+  long long groups = 0;
+  long long perThread = 0;
+};
+
+CopyShape copyShape(const SharedTile &t, int lanes, long long threads) {
+  CopyShape c;
+  c.groups = 1;
+  for (size_t i = 0; i < t.size.size(); ++i) c.groups *= i + 1 == t.size.size() ? t.size[i] / lanes : t.size[i];
+  c.perThread = (c.groups + threads - 1) / threads;
+  return c;
+}
+
+/// Vectors of 4 f32 where isl shows the tile's first element along the innermost dim is a
+/// multiple of 4 at every point (the whole box then takes whole aligned vectors, each wholly
+/// inside or outside the tensor, given its innermost extent is a multiple of 4 and its base
+/// 16-byte aligned; both checked at run time where they are not known: `runtime`).
+bool vectorCopy(const SharedTile &t, const TensorDecl &tensor, Dialect d, std::string *runtime) {
+  size_t n = t.size.size();
+  bool ok = d == Dialect::Cuda && tensor.type == DType::F32 && t.size[n - 1] % 4 == 0 &&
+            (!tensor.shape[n - 1].param.empty() || tensor.shape[n - 1].value % 4 == 0);
+  if (ok) {
+    isl::aff first = t.offset.get_at((int)n - 1);
+    auto multipleOf4 = [](isl::val v) { return v.is_int() && v.get_num_si() % 4 == 0; };
+    ok = isl_aff_dim(first.get(), isl_dim_div) == 0 && multipleOf4(first.get_constant_val());
+    for (auto type : {isl_dim_in, isl_dim_param})
+      for (int i = 0; ok && i < (int)isl_aff_dim(first.get(), type); ++i)
+        ok = multipleOf4(isl::manage(isl_aff_get_coefficient_val(first.get(), type, i)));
+  }
+  if (ok && runtime) {
+    *runtime = "((uintptr_t)" + t.tensor + " & 15) == 0";
+    if (!tensor.shape[n - 1].param.empty()) *runtime += " && " + tensor.shape[n - 1].param + " % 4 == 0";
+  }
+  return ok;
+}
+
+/// The element group `rest` of tile t's copy: lines setting its place in the copy (x0, x1, ...)
+/// and, with `offset`, in the tensor (g0, g1, ...); `cond` (inside the tensor), `global` and
+/// `local` (the indices in the tensor and in the copy).
+struct GroupParts {
+  std::string coords, cond, global, local;
+};
+
+GroupParts groupParts(const SharedTile &t, const TensorDecl &tensor, int lanes, const std::function<std::string(size_t)> &offset,
+                      const std::string &in) {
+  size_t n = t.size.size();
+  GroupParts p;
+  for (size_t i = n; i-- > 0;) {
+    std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
+    long long extent = i + 1 == n ? t.size[i] / lanes : t.size[i];
+    std::string scaled = i + 1 == n && lanes > 1 ? " * " + std::to_string(lanes) : "";
+    if (i > 0) p.coords += in + "const polyk_idx " + x + " = (rest % " + std::to_string(extent) + ")" + scaled + ";\n" + in + "rest /= " + std::to_string(extent) + ";\n";
+    else p.coords += in + "const polyk_idx " + x + " = rest" + scaled + ";\n";
+    if (offset) p.coords += in + "const polyk_idx " + g + " = " + offset(i) + " + " + x + ";\n";
+  }
+  for (size_t i = 0; i < n; ++i) {
+    std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
+    p.cond += std::string(i ? " && " : "") + "0 <= " + g + " && " + g + " < " + tensor.shape[i].str();
+    p.global = i == 0 ? g : "(" + p.global + ") * " + tensor.shape[i].str() + " + " + g;
+    p.local += std::string(i ? " + " : "") + x + (t.stride[i] == 1 ? "" : " * " + std::to_string(t.stride[i]));
+  }
+  return p;
+}
+
+/// The copy's rows in shared memory start 16-byte aligned (no row padded to an odd stride).
+bool alignedRows(const SharedTile &t) {
+  bool aligned = true;
+  for (size_t i = 0; i + 1 < t.size.size(); ++i) aligned = aligned && t.stride[i] % 4 == 0;
+  return aligned;
+}
+
+std::string paddingValue(const TensorDecl &tensor, Dialect d) {
+  return tensor.padding ? storeValue(d, tensor.type, "(" + std::string(computeCType(tensor.type)) + ")(" + *tensor.padding + ")") : "";
+}
+
+std::string prefetchReg(const SharedTile &t) { return "polyk_pf_" + t.tensor; }
+
+/// The prefetch's register of element group u (lanes 1 or 4) of a tile whose registers are
+/// float4s (`vectors`) or elements; u < 0: the mapped C's loop variable `u` (elements).
+std::string regOf(const SharedTile &t, bool vectors, int lanes, long long u) {
+  if (u < 0) return prefetchReg(t) + "[u]";
+  if (!vectors || lanes == 4) return prefetchReg(t) + "[" + std::to_string(u) + "]";
+  return prefetchReg(t) + "[" + std::to_string(u / 4) + "]." + "xyzw"[u % 4];
+}
+
+/// Each thread's groups of the copy, unrolled here in CUDA (their registers are named by
+/// constants); in the mapped C, where one thread copies the whole tile, a loop (u = -1 for the
+/// body). `body(u, in)` prints group u's code given `rest`.
+std::string eachGroup(const SharedTile &t, int lanes, long long threads, const std::string &in, Dialect d,
+                      const std::function<std::string(long long, const std::string &)> &body) {
+  CopyShape c = copyShape(t, lanes, threads);
+  if (d == Dialect::C)
+    return in + "for (polyk_idx u = 0; u < " + std::to_string(c.groups) + "; ++u) {\n" + in + "  polyk_idx rest = u;\n" + body(-1, in + "  ") +
+           in + "}\n";
+  std::string o;
+  for (long long u = 0; u < c.perThread; ++u) {
+    o += in + "{\n" + in + "  polyk_idx rest = polyk_tid + " + std::to_string(u * threads) + ";\n";
+    bool guard = (u + 1) * threads > c.groups;
+    if (guard) o += in + "  if (rest < " + std::to_string(c.groups) + ") {\n";
+    o += body(u, in + (guard ? "    " : "  "));
+    if (guard) o += in + "  }\n";
+    o += in + "}\n";
+  }
+  return o;
+}
+
+/// The loads of a tile's copy into the prefetch registers, its first element in `offset`.
+std::string loadGroups(const SharedTile &t, const TensorDecl &tensor, bool vectors, int lanes, long long threads,
+                       const std::function<std::string(size_t)> &offset, const std::string &in, Dialect d) {
+  std::string padding = paddingValue(tensor, d);
+  return eachGroup(t, lanes, threads, in, d, [&](long long u, const std::string &at) {
+    GroupParts p = groupParts(t, tensor, lanes, offset, at);
+    std::string reg = regOf(t, vectors, lanes, u), source = t.tensor + "[" + p.global + "]";
+    if (lanes == 4) {
+      std::string load = "*(const float4 *)&" + source;
+      if (tensor.padding)
+        return p.coords + at + reg + " = " + p.cond + " ? " + load + " : make_float4(" + padding + ", " + padding + ", " + padding + ", " +
+               padding + ");\n";
+      return p.coords + at + "if (" + p.cond + ") " + reg + " = " + load + ";\n";
+    }
+    if (tensor.padding) return p.coords + at + reg + " = " + p.cond + " ? " + source + " : " + padding + ";\n";
+    return p.coords + at + "if (" + p.cond + ") " + reg + " = " + source + ";\n";
+  });
+}
+
+/// The prefetch registers stored into the tile's copy (elements outside the tensor, which no
+/// read takes, hold whatever the registers held).
+std::string storeGroups(const SharedTile &t, const TensorDecl &tensor, bool vectors, int lanes, long long threads, const std::string &in,
+                        Dialect d) {
+  return eachGroup(t, lanes, threads, in, d, [&](long long u, const std::string &at) {
+    GroupParts p = groupParts(t, tensor, lanes, nullptr, at);
+    std::string reg = regOf(t, vectors, lanes, u);
+    if (lanes == 1) return p.coords + at + sharedName(t.tensor) + "[" + p.local + "] = " + reg + ";\n";
+    if (alignedRows(t)) return p.coords + at + "*(float4 *)&" + sharedName(t.tensor) + "[" + p.local + "] = " + reg + ";\n";
+    std::string o = p.coords;
+    for (int k = 0; k < 4; ++k) o += at + sharedName(t.tensor) + "[" + p.local + " + " + std::to_string(k) + "] = " + reg + "." + "xyzw"[k] + ";\n";
+    return o;
+  });
+}
+
+/// The registers tile t's prefetch takes: float4s where its copy can be vectorised (the scalar
+/// copy then uses their components), else elements.
+struct PrefetchRegs {
+  bool vectors = false;
+  long long count = 0; // registers (float4s or elements)
+  long long words = 0; // 32-bit words
+};
+
+PrefetchRegs prefetchRegs(const Scop &s, const SharedTile &t, long long threads) {
+  const TensorDecl &tensor = *s.tensor(t.tensor);
+  PrefetchRegs r;
+  r.vectors = vectorCopy(t, tensor, Dialect::Cuda, nullptr);
+  r.count = copyShape(t, r.vectors ? 4 : 1, threads).perThread;
+  r.words = r.vectors ? 4 * r.count : r.count * ((dtypeBytes(tensor.type) + 3) / 4);
+  return r;
+}
+
+} // namespace
+
+void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc) {
+  st.prefetch = false;
+  st.nextOffset.clear();
+  if (st.tiles.empty()) return;
+  long long words = 0;
+  for (const auto &t : st.tiles) words += prefetchRegs(s, t, blockThreads(kc)).words;
+  if (words > kPrefetchWords) return;
+  // The prefix with its innermost member (the innermost reduced tile band's) one further: a next
+  // tile of the same block must exist for some instance (a window reduction's one tile has none).
+  isl::space space = st.tiles.front().offset.space().domain();
+  isl_multi_aff *step = isl_multi_aff_identity(isl_space_map_from_set(space.copy()));
+  int last = (int)isl_multi_aff_dim(step, isl_dim_out) - 1;
+  step = isl_multi_aff_set_at(step, last, isl_aff_add_constant_si(isl_multi_aff_get_at(step, last), 1));
+  isl::multi_aff shift = isl::manage(step);
+  isl::union_set points = st.prefix.range();
+  if (isl::union_map(isl::manage(isl_map_from_multi_aff(shift.copy()))).intersect_domain(points).intersect_range(points).is_empty()) return;
+  for (const auto &t : st.tiles) st.nextOffset.push_back(t.offset.pullback(shift));
+  st.prefetch = true;
+}
+
+std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const KernelConfig &kc) {
+  std::string o;
+  for (const auto &t : st.tiles) {
+    const TensorDecl &tensor = *s.tensor(t.tensor);
+    o += "  " + std::string(d == Dialect::Cuda ? "__shared__ __align__(16) " : "") + (d == Dialect::Cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type)) +
+         " " + sharedName(t.tensor) + "[" + std::to_string(t.elements()) + "];\n  polyk_idx ";
+    for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + offsetName(t.tensor, i);
+    o += ";\n";
+  }
+  if (!st.prefetch) return o;
+  bool cuda = d == Dialect::Cuda;
+  o += "  const polyk_idx polyk_tid = " + threadId(d) + ";\n  bool polyk_pf = false;\n";
+  for (const auto &t : st.tiles) {
+    // (The mapped C's one thread holds the whole tile.)
+    PrefetchRegs r = cuda ? prefetchRegs(s, t, blockThreads(kc)) : PrefetchRegs{false, copyShape(t, 1, 1).groups, 0};
+    DType type = s.tensor(t.tensor)->type;
+    o += "  polyk_idx ";
+    for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + nextOffsetName(t.tensor, i) + " = 0";
+    o += ";\n  " + std::string(r.vectors ? "float4" : cuda ? cudaStorageType(type) : cStorageType(type)) + " " + prefetchReg(t) + "[" +
+         std::to_string(r.count) + "]" + (cuda ? " = {}" : " = {0}") + ";\n";
+  }
+  return o;
+}
+
+namespace {
+
+/// The copy with prefetch (Staging::prefetch): where the registers hold this mark's tiles (the
+/// previous mark loaded the tile that follows it, and it is this one), store them; else load,
+/// then store. After the barrier, load the next tiles.
+std::string prefetchingCopy(const Scop &s, const Staging &st, const KernelConfig &kc, Dialect d, const std::string &offsets,
+                            const std::string &nextOffsets, const std::string &pad) {
+  bool cuda = d == Dialect::Cuda;
+  long long threads = cuda ? blockThreads(kc) : 1;
+  std::string o = pad + "{ /* staged in shared memory: ";
+  for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
+  o += " (prefetched during the previous tile's compute) */\n" + offsets;
+  o += pad + "  const bool polyk_have = polyk_pf";
+  for (const auto &t : st.tiles)
+    for (size_t i = 0; i < t.size.size(); ++i) o += " && " + nextOffsetName(t.tensor, i) + " == " + offsetName(t.tensor, i);
+  o += ";\n";
+  std::string loads, next;
+  for (const auto &t : st.tiles) {
+    const TensorDecl &tensor = *s.tensor(t.tensor);
+    std::string runtime;
+    bool vectors = vectorCopy(t, tensor, d, &runtime);
+    auto current = [&](size_t i) { return offsetName(t.tensor, i); };
+    auto following = [&](size_t i) { return nextOffsetName(t.tensor, i); };
+    auto copyIn = [&](int lanes, const std::string &in) {
+      return in + "if (!polyk_have) {\n" + loadGroups(t, tensor, vectors, lanes, threads, current, in + "  ", d) + in + "}\n" +
+             storeGroups(t, tensor, vectors, lanes, threads, in, d);
+    };
+    if (vectors) {
+      o += pad + "  if (" + runtime + ") {\n" + copyIn(4, pad + "    ") + pad + "  } else {\n" + copyIn(1, pad + "    ") + pad + "  }\n";
+      next += pad + "  if (" + runtime + ") {\n" + loadGroups(t, tensor, vectors, 4, threads, following, pad + "    ", d) + pad +
+              "  } else {\n" + loadGroups(t, tensor, vectors, 1, threads, following, pad + "    ", d) + pad + "  }\n";
+    } else {
+      o += copyIn(1, pad + "  ");
+      next += loadGroups(t, tensor, vectors, 1, threads, following, pad + "  ", d);
+    }
+  }
+  o += pad + "}\n" + (cuda ? pad + "__syncthreads();\n" : "");
+  o += pad + "{ /* the next tile's copy, in flight during the compute */\n" + nextOffsets + next + pad + "  polyk_pf = true;\n" + pad + "}\n";
+  return o;
+}
+
+} // namespace
+
+/// Each staged tile copied into shared memory: the block's threads take its elements in turn
+/// (consecutive threads, consecutive elements of the innermost dim), those outside the tensor
+/// hold its padding or are skipped; in the mapped C, each thread copies the whole tile.
+std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc, Dialect d, const std::string &offsets,
+                        const std::string &nextOffsets, int indent) {
+  std::string pad(2 * indent, ' ');
+  bool cuda = d == Dialect::Cuda;
+  if (st.prefetch) return prefetchingCopy(s, st, kc, d, offsets, nextOffsets, pad);
+  std::string o = pad + "{ /* staged in shared memory: ";
+  for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
+  o += " */\n" + offsets;
+  std::string tid = threadId(d);
+  std::string threads = cuda ? std::to_string(blockThreads(kc)) : "1";
+  for (const auto &t : st.tiles) {
+    const TensorDecl &tensor = *s.tensor(t.tensor);
+    std::string padding = paddingValue(tensor, d);
+    // The copy loop, `lanes` consecutive elements of the innermost dim at a time (1, or 4 as one
+    // float4 where vectorCopy holds).
+    auto loop = [&](int lanes, const std::string &in) {
+      std::string l = in + "for (polyk_idx e = " + tid + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " + threads + ") {\n";
+      l += in + "  polyk_idx rest = e;\n";
+      GroupParts p = groupParts(t, tensor, lanes, [&](size_t i) { return offsetName(t.tensor, i); }, in + "  ");
+      l += p.coords;
+      std::string target = sharedName(t.tensor) + "[" + p.local + "]", source = t.tensor + "[" + p.global + "]";
+      if (lanes == 1) {
+        if (tensor.padding) l += in + "  " + target + " = " + p.cond + " ? " + source + " : " + padding + ";\n";
+        else l += in + "  if (" + p.cond + ") " + target + " = " + source + ";\n";
+      } else {
+        std::string load = "*(const float4 *)&" + source;
+        if (tensor.padding) l += in + "  const float4 v = " + p.cond + " ? " + load + " : make_float4(" + padding + ", " + padding + ", " + padding + ", " + padding + ");\n";
+        else l += in + "  if (!(" + p.cond + ")) continue;\n" + in + "  const float4 v = " + load + ";\n";
+        // (Rows padded against bank conflicts leave the copy's rows unaligned: four stores.)
+        if (alignedRows(t)) l += in + "  *(float4 *)&" + target + " = v;\n";
+        else
+          for (int k = 0; k < 4; ++k)
+            l += in + "  " + sharedName(t.tensor) + "[" + p.local + " + " + std::to_string(k) + "] = v." + "xyzw"[k] + ";\n";
+      }
+      return l + in + "}\n";
+    };
+    std::string runtime;
+    if (!vectorCopy(t, tensor, d, &runtime)) {
+      o += loop(1, pad + "  ");
+      continue;
+    }
+    o += pad + "  if (" + runtime + ") {\n" + loop(4, pad + "    ") + pad + "  } else {\n" + loop(1, pad + "    ") + pad + "  }\n";
+  }
+  o += pad + "}\n";
+  if (cuda) o += pad + "__syncthreads();\n";
+  return o;
+}
+
+ReadOverride stagedReads(const Staging &st) {
+  return [&st](const ScopStatement &stmt, size_t k, const std::string &lvalue) -> std::string {
+    if (!st.reads(stmt.name)) return lvalue;
+    const SharedTile *t = st.tile(isl::map(islCtx(), stmt.reads[k]).range_tuple_id().name());
+    if (!t) return lvalue;
+    std::string index;
+    for (size_t d = 0; d < t->size.size(); ++d)
+      index += std::string(d ? " + " : "") + "(" + subscriptC(stmt.reads[k], d) + " - " + offsetName(t->tensor, d) + ")" +
+               (t->stride[d] == 1 ? "" : " * " + std::to_string(t->stride[d]));
+    return sharedName(t->tensor) + "[" + index + "]";
+  };
+}
+
+} // namespace polyk::codegen

@@ -1,0 +1,61 @@
+// Shared-memory staging in the generated code (PPCG's gpu_group.c decides, polyk-bind's
+// Promotion.cpp here): the kernel's shared arrays, the copy at each `shared` mark, the reads of
+// the copy, and the prefetch of the next reduced tile's copy into registers. Private to
+// libcore/codegen.
+#pragma once
+
+#include "EmitParts.h"
+
+#include "polyk/Promotion.h"
+
+#include <algorithm>
+
+namespace polyk::codegen {
+
+/// A kernel's tiles staged in shared memory (Promotion.h), and the statements that read them.
+struct Staging {
+  std::vector<SharedTile> tiles;
+  std::vector<std::string> stmts;
+  isl::union_map prefix;
+  /// CUDA: at each `shared` mark, after the barrier, each thread loads its share of the next
+  /// reduced tile's copy (the innermost reduced tile band's next value) into registers, in flight
+  /// during the compute; the next mark stores those registers where their tile is the one it
+  /// stages (else it loads as without prefetch). `nextOffset`: per tile, the next tile's first
+  /// element as a function of the prefix.
+  bool prefetch = false;
+  std::vector<isl::multi_aff> nextOffset;
+  bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }
+  const SharedTile *tile(const std::string &tensor) const {
+    for (const auto &t : tiles)
+      if (t.tensor == tensor) return &t;
+    return nullptr;
+  }
+};
+
+std::string sharedName(const std::string &t);
+/// The variable holding dim d of tensor t's tile's first element; nextOffsetName: of the next
+/// tile's (prefetch).
+std::string offsetName(const std::string &t, size_t d);
+std::string nextOffsetName(const std::string &t, size_t d);
+
+/// Turns on `st`'s prefetch where some block's reduced tiles follow one another and the
+/// registers it takes (each thread's share of every tile's copy) are at most kPrefetchWords
+/// 32-bit words. H100 (bench/results/2026-11-25-h100-prefetch.txt): 8 words, GEMM 1024^3 103.5 ->
+/// 83.0 us; 16, GEMM 4096^3 4781 -> 4212, ab-bc 583 -> 550, abc-bda-dc 365 -> 312; 20,
+/// abcdef-gdab-efgc 121 -> 217 (its kernel already took 128 registers: spills).
+constexpr long long kPrefetchWords = 16;
+void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc);
+
+/// The kernel's shared arrays (local arrays in the mapped C), the variables holding each tile's
+/// first element, and the prefetch's registers.
+std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const KernelConfig &kc);
+
+/// The copy at a `shared` mark, up to and including its barrier (and, with prefetch, the next
+/// tile's loads). `offsets` / `nextOffsets`: the C setting the tiles' first elements there.
+std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc, Dialect d, const std::string &offsets,
+                        const std::string &nextOffsets, int indent);
+
+/// Reads of a staged tensor by a statement below the staging point: its element of the copy.
+ReadOverride stagedReads(const Staging &st);
+
+} // namespace polyk::codegen
