@@ -127,7 +127,7 @@ isl::union_map stagingPrefix(const isl::schedule_node &tileBand, const isl::sche
 }
 
 std::vector<SharedTile> stagedTiles(const Scop &s, const isl::schedule &bound, int k, std::vector<std::string> *stmts,
-                                    isl::union_map *prefix) {
+                                    isl::union_map *prefix, unsigned *reducedMembers) {
   const KernelConfig &kc = s.kernels.at((size_t)k);
   if (kc.shared.empty()) return {};
   isl::schedule_node kernel = findMark(bound, "kernel_" + std::to_string(k)), mark;
@@ -142,6 +142,7 @@ std::vector<SharedTile> stagedTiles(const Scop &s, const isl::schedule &bound, i
       isl_schedule_node_is_equal(mark.parent().get(), tileBand.get()) == isl_bool_true)
     fail(s.at.schedule, "kernel_" + std::to_string(k) + ": the \"shared\" mark must sit below the tile band and a band of reduced tiles");
   isl::schedule_node kTiles = mark.parent();
+  if (reducedMembers) *reducedMembers = kTiles.as<isl::schedule_node_band>().n_member();
   std::vector<std::string> below = statementsIn(s, nodeDomain(kTiles));
   if (stmts) *stmts = below;
   isl::union_map p = stagingPrefix(tileBand, kTiles);

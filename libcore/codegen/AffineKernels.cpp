@@ -466,7 +466,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging;
-    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
+    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
     if (opt.prefetch == "auto") planPrefetch(s, staging, kc);
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda, regs, staging);
@@ -523,7 +523,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging;
-    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix);
+    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
     if (opt.prefetch == "auto") planPrefetch(s, staging, kc); // (the CUDA kernel's, run by one thread)
     o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging);
     // blockIdx / threadIdx as the kernel's prologue reads them.

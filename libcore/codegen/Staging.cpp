@@ -185,17 +185,22 @@ void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc) {
   long long words = 0;
   for (const auto &t : st.tiles) words += prefetchRegs(s, t, blockThreads(kc)).words;
   if (words > kPrefetchWords) return;
-  // The prefix with its innermost member (the innermost reduced tile band's) one further: a next
-  // tile of the same block must exist for some instance (a window reduction's one tile has none).
+  // The prefix with its innermost reduced tile member that has a next value one further (those
+  // inside it have one value: the filter's whole window): a next tile of the same block must exist
+  // for some instance (a window reduction's one tile has none).
   isl::space space = st.tiles.front().offset.space().domain();
-  isl_multi_aff *step = isl_multi_aff_identity(isl_space_map_from_set(space.copy()));
-  int last = (int)isl_multi_aff_dim(step, isl_dim_out) - 1;
-  step = isl_multi_aff_set_at(step, last, isl_aff_add_constant_si(isl_multi_aff_get_at(step, last), 1));
-  isl::multi_aff shift = isl::manage(step);
   isl::union_set points = st.prefix.range();
-  if (isl::union_map(isl::manage(isl_map_from_multi_aff(shift.copy()))).intersect_domain(points).intersect_range(points).is_empty()) return;
-  for (const auto &t : st.tiles) st.nextOffset.push_back(t.offset.pullback(shift));
-  st.prefetch = true;
+  int dims = (int)isl_space_dim(space.get(), isl_dim_set);
+  for (int m = dims - 1; m >= dims - (int)st.reducedMembers && m >= 0; --m) {
+    isl_multi_aff *step = isl_multi_aff_identity(isl_space_map_from_set(space.copy()));
+    step = isl_multi_aff_set_at(step, m, isl_aff_add_constant_si(isl_multi_aff_get_at(step, m), 1));
+    isl::multi_aff shift = isl::manage(step);
+    if (isl::union_map(isl::manage(isl_map_from_multi_aff(shift.copy()))).intersect_domain(points).intersect_range(points).is_empty())
+      continue;
+    for (const auto &t : st.tiles) st.nextOffset.push_back(t.offset.pullback(shift));
+    st.prefetch = true;
+    return;
+  }
 }
 
 std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const KernelConfig &kc) {

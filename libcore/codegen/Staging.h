@@ -17,11 +17,13 @@ struct Staging {
   std::vector<SharedTile> tiles;
   std::vector<std::string> stmts;
   isl::union_map prefix;
+  unsigned reducedMembers = 0; // the prefix's last members: the reduced tiles' band
   /// CUDA: at each `shared` mark, after the barrier, each thread loads its share of the next
   /// reduced tile's copy (the innermost reduced tile band's next value) into registers, in flight
   /// during the compute; the next mark stores those registers where their tile is the one it
-  /// stages (else it loads as without prefetch). `nextOffset`: per tile, the next tile's first
-  /// element as a function of the prefix.
+  /// stages (else it loads as without prefetch). The next tile: the innermost reduced tile member
+  /// with several values one further (a conv's channel tiles, its filter's one tile inside).
+  /// `nextOffset`: per tile, the next tile's first element as a function of the prefix.
   bool prefetch = false;
   std::vector<isl::multi_aff> nextOffset;
   bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }

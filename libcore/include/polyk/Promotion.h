@@ -44,8 +44,9 @@ isl::union_map stagingPrefix(const isl::schedule_node &tileBand, const isl::sche
 
 /// The tiles that kernel `k` of a bound tree stages at its `shared` mark (`kernel.shared`, in that
 /// order), in `stmts` the statements below the mark, which read them, and in `prefix` their
-/// stagingPrefix. Empty where the kernel has no such mark.
+/// stagingPrefix, and in `reducedMembers` how many of its members the reduced tiles' band gives
+/// (its last ones). Empty where the kernel has no such mark.
 std::vector<SharedTile> stagedTiles(const Scop &s, const isl::schedule &bound, int k, std::vector<std::string> *stmts,
-                                    isl::union_map *prefix);
+                                    isl::union_map *prefix, unsigned *reducedMembers = nullptr);
 
 } // namespace polyk
