@@ -170,6 +170,8 @@ std::string writeTuning(const Tuning &t) {
   emitQuoted(out, t.config);
   out << YAML::Key << "sizes" << YAML::Value;
   emitQuoted(out, t.sizes);
+  out << YAML::Key << "points" << YAML::Value << t.points;
+  out << YAML::Key << "prefetch" << YAML::Value << t.prefetch;
   out << YAML::Key << "median_us" << YAML::Value << number(t.us);
   out << YAML::Key << "default_us" << YAML::Value << number(t.defaultUs);
   out << YAML::Key << "speedup" << YAML::Value << number(t.us > 0 ? t.defaultUs / t.us : 0);
@@ -192,6 +194,25 @@ Tuning readTuning(const std::string &text, const std::string &file) {
   for (auto [key, field] : {std::pair<const char *, std::string *>{"params", &t.params}, {"runner", &t.runner},
                             {"device", &t.device}, {"arch", &t.arch}, {"config", &t.config}})
     if (doc.root[key]) *field = doc.str(doc.root[key]);
+  auto option = [&](const char *key, std::string &field, std::initializer_list<const char *> allowed) {
+    if (!doc.root[key]) return;
+    field = doc.str(doc.root[key]);
+    std::string list;
+    for (const char *a : allowed) {
+      if (field == a) return;
+      list += std::string(list.empty() ? "" : ", ") + a;
+    }
+    fail(doc.valueLoc(doc.root[key]), std::string(key) + " must be one of " + list + ", not '" + field + "'");
+  };
+  option("points", t.points, {"auto", "cyclic", "blocked"});
+  option("prefetch", t.prefetch, {"auto", "off"});
+  return t;
+}
+
+Tuning readTuningFor(const std::string &path, const std::string &program) {
+  std::ifstream f(path, std::ios::binary);
+  Tuning t = readTuning(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), path);
+  if (t.program != program) throw InputError(t.programAt, "this tuning is of program '" + t.program + "', not '" + program + "'");
   return t;
 }
 

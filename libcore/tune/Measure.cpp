@@ -132,8 +132,12 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       ScheduleOptions so;
       so.sizes = sizesOf(model.space(), v);
       Scop sched = readSchedule(writeSchedule(schedule(flat, so)), "schedule");
-      Scop bound = readBound(writeBound(bind(sched, BindOptions{})), "bound");
+      StageOptions stage = stageOptionsOf(model.space(), v);
+      BindOptions bo;
+      bo.points = stage.points;
+      Scop bound = readBound(writeBound(bind(sched, bo)), "bound");
       EmitOptions eo;
+      eo.prefetch = stage.prefetch;
       eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
       eo.harness = true;
       eo.determinism = o.determinism;

@@ -219,6 +219,7 @@ Space deriveSpace(const Scop &flat) {
     p.fallback = fallback;
     sp.params.push_back(p);
   };
+  int windows = 0, others = 0; // affine kernels with reduced tiles: window reductions or not
   for (const auto &[k, sz] : used) {
     isl::schedule_node band = findMark(tree, "kernel_" + std::to_string(k));
     if (band.is_null()) continue;
@@ -242,6 +243,12 @@ Space deriveSpace(const Scop &flat) {
       }
       for (size_t r = 0; r < sz.reduce.size(); ++r)
         param(K + "reduce." + std::to_string(r), powers(256, sz.reduce[r]), sz.reduce[r]);
+      if (!sz.reduce.empty()) {
+        bool window = false;
+        for (const auto &name : statementsIn(sched, nodeDomain(band)))
+          if (sched.statement(name)->dims.size() > n) window = window || windowReduction(*sched.statement(name), n);
+        ++(window ? windows : others);
+      }
       for (size_t m = 0; m < n; ++m) {
         std::string t = K + "tile." + std::to_string(m), b = K + "block." + std::to_string(m);
         sp.constraints.push_back(t + " % " + b + " == 0");
@@ -295,6 +302,16 @@ Space deriveSpace(const Scop &flat) {
     sp.constraints.push_back(product(blocks) + " <= 1024");
     sp.constraints.push_back(product(blocks) + " >= " + std::to_string(warp));
   }
+  // Stage options (StageOptions): polyk-bind's points (its auto: blocked for window reductions,
+  // cyclic for the rest; both listed, the auto one first, where kernels differ) and polyk-emit's
+  // prefetch (H100: blocked points GEMM 4096^3 4212 -> 4138 us, abcdef-gdab-efgc 121 -> 113;
+  // bench/results/2026-11-25-h100-prefetch.txt).
+  if (windows + others > 0) {
+    if (windows && others) param("bind.points", {0, 1, 2}, 0);
+    else if (windows) param("bind.points", {2, 1}, 2);
+    else param("bind.points", {1, 2}, 1);
+    param("emit.prefetch", {1, 0}, 1);
+  }
   sp.constraintsAt.assign(sp.constraints.size(), SourceLoc{});
   return sp;
 }
@@ -318,6 +335,8 @@ std::string writeSpace(const Space &s) {
       emitQuoted(out, p.expr);
     }
     out << YAML::Key << "default" << YAML::Value << p.fallback << YAML::EndMap;
+    if (p.name == "bind.points") out << YAML::Comment("polyk-bind --points: 0 auto, 1 cyclic, 2 blocked");
+    if (p.name == "emit.prefetch") out << YAML::Comment("polyk-emit --prefetch: 1 auto, 0 off");
   }
   out << YAML::EndSeq;
   out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
@@ -348,6 +367,13 @@ Space readSpace(const std::string &text, const std::string &file) {
       const YAML::Node &vs = n["values"];
       if (!vs.IsSequence() || vs.size() == 0) fail(doc.loc(vs), "values of '" + p.name + "' must be a non-empty list of integers");
       for (const auto &v : vs) p.values.push_back(doc.integer(v));
+      // The stage options' codes (StageOptions).
+      long long top = p.name == "bind.points" ? 2 : p.name == "emit.prefetch" ? 1 : -1;
+      if (top >= 0)
+        for (size_t i = 0; i < p.values.size(); ++i)
+          if (p.values[i] < 0 || p.values[i] > top)
+            fail(doc.loc(vs[i]), "'" + p.name + "' takes " + (top == 2 ? "0 (auto), 1 (cyclic) or 2 (blocked)" : "1 (auto) or 0 (off)") +
+                                     ", not " + std::to_string(p.values[i]));
     } else if (n["expr"]) {
       p.expr = doc.str(n["expr"]);
       TuneExpr(p.expr, names, doc.valueLoc(n["expr"])); // checks it now, with the earlier names
@@ -499,6 +525,15 @@ Generated generateSpace(const Space &s, long long list, bool sample, unsigned se
   }
   g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return g;
+}
+
+StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values) {
+  StageOptions o;
+  for (size_t i = 0; i < s.params.size() && i < values.size(); ++i) {
+    if (s.params[i].name == "bind.points") o.points = values[i] == 1 ? "cyclic" : values[i] == 2 ? "blocked" : "auto";
+    if (s.params[i].name == "emit.prefetch") o.prefetch = values[i] == 0 ? "off" : "auto";
+  }
+  return o;
 }
 
 std::string sizesOf(const Space &s, const std::vector<long long> &values) {

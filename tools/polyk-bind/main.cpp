@@ -1,9 +1,11 @@
 // polyk-bind: schedule/1 -> bound/1 (Panamera §4.2). See libcore/include/polyk/Bind.h.
 #include "polyk/Bind.h"
 #include "polyk/Tool.h"
+#include "polyk/TuneRun.h"
 
 int main(int argc, char **argv) {
   polyk::BindOptions opts;
+  std::string tuning;
   return polyk::runTool(argc, argv,
                         {"polyk-bind",
                          "Map tile loops to blocks and point loops to threads, keep fused temporaries in "
@@ -20,8 +22,14 @@ int main(int argc, char **argv) {
                                           "(t, t + block, ...), blocked (consecutive), or auto (blocked for window "
                                           "reductions such as a weighted stencil)")
                                ->check(CLI::IsMember({"auto", "cyclic", "blocked"}));
+                           app.add_option("--tuning", tuning, "the points polyk-tune found (its best.yaml, tuning/1)")
+                               ->check(CLI::ExistingFile)
+                               ->excludes("--points");
                          },
                          [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
-                           return polyk::writeBound(polyk::bind(polyk::readSchedule(in.text, in.displayName), opts));
-                         }});
+                           polyk::Scop scheduled = polyk::readSchedule(in.text, in.displayName);
+                           if (!tuning.empty()) opts.points = polyk::readTuningFor(tuning, scheduled.name).points;
+                           return polyk::writeBound(polyk::bind(scheduled, opts));
+                         },
+                         {"--tuning"}});
 }

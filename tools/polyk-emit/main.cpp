@@ -2,10 +2,11 @@
 // See libcore/include/polyk/Emit.h.
 #include "polyk/Emit.h"
 #include "polyk/Tool.h"
+#include "polyk/TuneRun.h"
 
 int main(int argc, char **argv) {
   polyk::EmitOptions opts;
-  std::string target = "cuda", kernelInfo;
+  std::string target = "cuda", kernelInfo, tuning;
   return polyk::runTool(
       argc, argv,
       {"polyk-emit",
@@ -52,6 +53,9 @@ int main(int argc, char **argv) {
                         "tile's copy into registers during this one's compute, where it takes at most 16 registers), or off")
              ->check(CLI::IsMember({"auto", "off"}))
              ->capture_default_str();
+         app.add_option("--tuning", tuning, "the prefetch polyk-tune found (its best.yaml, tuning/1)")
+             ->check(CLI::ExistingFile)
+             ->excludes("--prefetch");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
        },
@@ -59,9 +63,11 @@ int main(int argc, char **argv) {
          opts.target = target == "c"          ? polyk::EmitOptions::Target::C
                        : target == "c-mapped" ? polyk::EmitOptions::Target::MappedC
                                               : polyk::EmitOptions::Target::Cuda;
-         polyk::EmitResult r = polyk::emit(polyk::readBound(in.text, in.displayName), opts);
+         polyk::Scop bound = polyk::readBound(in.text, in.displayName);
+         if (!tuning.empty()) opts.prefetch = polyk::readTuningFor(tuning, bound.name).prefetch;
+         polyk::EmitResult r = polyk::emit(bound, opts);
          if (!kernelInfo.empty()) extra[kernelInfo] = polyk::writeKernel(r.kernelInfo);
          return r.code;
        },
-       {"--kernel-info"}});
+       {"--kernel-info", "--tuning"}});
 }

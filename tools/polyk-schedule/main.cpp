@@ -26,11 +26,7 @@ int main(int argc, char **argv) {
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
          polyk::Scop scop = polyk::readScop(in.text, in.displayName);
          if (!tuning.empty()) {
-           std::ifstream f(tuning, std::ios::binary);
-           polyk::Tuning t = polyk::readTuning(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), tuning);
-           if (t.program != scop.name)
-             throw polyk::InputError(t.programAt, "this tuning is of program '" + t.program + "', not '" + scop.name + "'");
-           opts.sizes = t.sizes;
+           opts.sizes = polyk::readTuningFor(tuning, scop.name).sizes;
          }
          std::map<int, polyk::KernelSizes> used;
          std::string out = polyk::writeSchedule(polyk::schedule(scop, opts, &used));

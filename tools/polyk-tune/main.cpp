@@ -137,7 +137,11 @@ int runCommand(int argc, char **argv) {
         t.device = device;
         t.arch = arch;
         t.config = r.best.key;
-        t.sizes = polyk::sizesOf(space, model.parseKey(r.best.key, {logPath}));
+        std::vector<long long> best = model.parseKey(r.best.key, {logPath});
+        t.sizes = polyk::sizesOf(space, best);
+        polyk::StageOptions stage = polyk::stageOptionsOf(space, best);
+        t.points = stage.points;
+        t.prefetch = stage.prefetch;
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
         t.trials = r.trials;
@@ -195,7 +199,7 @@ int main(int argc, char **argv) {
                            "parameters, each constraint checked as soon as its parameters are bound): prints the "
                            "space's size and generation time, and the first --list configurations as sizes maps.",
                            [&](CLI::App &app) {
-                             app.add_option("--list", list, "print the first N configurations as --sizes maps")
+                             app.add_option("--list", list, "print the first N configurations as --sizes maps (and --points / --prefetch where the space has them)")
                                  ->check(CLI::Range(0LL, 1000000LL));
                              app.add_flag("--random", random, "draw the --list configurations uniformly at random instead");
                              app.add_option("--seed", seed, "the seed of --random")->capture_default_str();
@@ -217,6 +221,13 @@ int main(int argc, char **argv) {
                                  sizes.clear();
                                  for (size_t i = 0; i < c.size(); ++i)
                                    sizes += (i ? " " : "") + s.params[i].name + "=" + std::to_string(c[i]);
+                               }
+                               // The stage options, where the space has them.
+                               bool stage = false;
+                               for (const auto &p : s.params) stage = stage || p.name == "bind.points" || p.name == "emit.prefetch";
+                               if (stage) {
+                                 polyk::StageOptions so = polyk::stageOptionsOf(s, c);
+                                 sizes += " --points=" + so.points + " --prefetch=" + so.prefetch;
                                }
                                o << sizes << "\n";
                              }

@@ -66,7 +66,9 @@ struct Space {
 /// The space of a flattened program (scop/1): per kernel of its default schedule, the tile and
 /// block sizes per band member, a reduction's reduced tiles (affine path) or vector width
 /// (reduction path), with polyk-schedule's defaults, the invariants polyk-bind checks, and
-/// capacity limits (threads per block, blocks per grid dim, accumulators per thread).
+/// capacity limits (threads per block, blocks per grid dim, accumulators per thread); on the
+/// affine path with reduced tiles, also polyk-bind's points and polyk-emit's prefetch
+/// (StageOptions).
 Space deriveSpace(const Scop &flattened);
 std::string writeSpace(const Space &s);
 Space readSpace(const std::string &text, const std::string &file);
@@ -88,5 +90,13 @@ Generated generateSpace(const Space &s, long long list = 0, bool sample = false,
 
 /// A configuration as a sizes map for polyk-schedule / polyk-bind `--sizes`.
 std::string sizesOf(const Space &s, const std::vector<long long> &values);
+
+/// The stage options a configuration sets (the space's `bind.points`: 0 auto, 1 cyclic, 2
+/// blocked; `emit.prefetch`: 1 auto, 0 off), as polyk-bind --points and polyk-emit --prefetch
+/// take them; "auto" where the space has no such parameter.
+struct StageOptions {
+  std::string points = "auto", prefetch = "auto";
+};
+StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values);
 
 } // namespace polyk

@@ -126,14 +126,18 @@ struct TuneResult {
 TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, const SearchOptions &search,
                 const std::function<void(const std::string &)> &progress);
 
-/// tuning/1 (best.yaml), which polyk-schedule --tuning reads.
+/// tuning/1 (best.yaml): polyk-schedule --tuning takes its sizes, polyk-bind --tuning its
+/// points, polyk-emit --tuning its prefetch (StageOptions; "auto" where the file has none).
 struct Tuning {
   std::string program, params, runner, device, arch, config, sizes;
+  std::string points = "auto", prefetch = "auto";
   double us = 0, defaultUs = 0, secondsToBest = 0, generationS = 0;
   long long trials = 0, trialsToBest = 0, spaceCount = 0;
   SourceLoc programAt;
 };
 std::string writeTuning(const Tuning &t);
 Tuning readTuning(const std::string &text, const std::string &file);
+/// The tuning in file `path` for program `program` (an InputError where it is of another).
+Tuning readTuningFor(const std::string &path, const std::string &program);
 
 } // namespace polyk
