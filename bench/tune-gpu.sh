@@ -31,10 +31,11 @@ for p in "$@"; do
   tail -1 "$out/$n.err"
 done
 for p in program "$@"; do
-  [ "$p" = program ] && { printf '%-22s %12s %12s %8s %8s %8s %s\n' program default_us tuned_us speedup trials to_best sizes; continue; }
+  [ "$p" = program ] && { printf '%-22s %12s %12s %8s %8s %8s %-16s %s\n' program default_us tuned_us speedup trials to_best points/prefetch sizes; continue; }
   n=$(basename "$p" .yaml) f=$out/$n.best.yaml
   [ -f "$f" ] || { printf '%-22s (no result: %s)\n' "$n" "$(tail -1 "$out/$n.err")"; continue; }
   v() { sed -n "s/^$1: //p" "$f" | tr -d '"'; }
-  printf '%-22s %12s %12s %8s %8s %8s %s\n' "$n" "$(v default_us)" "$(v median_us)" "$(v speedup)" "$(v trials)" "$(v trials_to_best)" "$(v sizes)"
+  printf '%-22s %12s %12s %8s %8s %8s %-16s %s\n' "$n" "$(v default_us)" "$(v median_us)" "$(v speedup)" "$(v trials)" "$(v trials_to_best)" \
+    "$(v points)/$(v prefetch)" "$(v sizes)"
 done | tee "$out/table.txt"
 tar czf "$dest/tune.tgz" -C "$out" .

@@ -75,5 +75,10 @@ TEST(Affine, NegatedLiteralsTakeTheirContextsType) {
   };
   EXPECT_EQ(print("x(i) * -1.5"), "(x * (-1.5f))");
   EXPECT_EQ(print("d(i) * -1.5"), "(d * (-1.5))");
-  EXPECT_EQ(print("pow(x(i), -1.5)"), "powf(x, (-1.5f))");
+  EXPECT_EQ(print("pow(x(i), -2.5)"), "powf(x, (-2.5f))");
+  // (Exponents with a cheaper form print as it: polyk/math.h.)
+  EXPECT_EQ(print("pow(x(i), -1.5)"), "polyk_powm1_5f(x)");
+  EXPECT_EQ(print("pow(d(i), -0.5)"), "polyk_powm0_5(d)");
+  EXPECT_EQ(print("pow(x(i), 2)"), "polyk_pow2f(x)");
+  EXPECT_EQ(print("pow(x(i), 3)"), "powf(x, 3.0f)");
 }
