@@ -86,6 +86,13 @@ std::string params(const RunnerOptions &o) {
   return s;
 }
 
+/// The check run's sizes: `params` then `checkParams` (the harness takes a name's last value).
+std::string checkParams(const RunnerOptions &o) {
+  std::string s = params(o);
+  for (const auto &p : o.checkParams) s += " " + quote(p);
+  return s;
+}
+
 } // namespace
 
 std::pair<std::string, std::string> runnerDevice(const RunnerOptions &o) {
@@ -179,8 +186,8 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
     Trial &t = trials[i];
     if (i > 0 && expired && expired()) break; // a batch runs at least one
     if (!sources[i].empty() && !bins[i].empty()) {
-      auto once = [&](const std::string &args) {
-        Ran r = shell(quote(bins[i]) + " " + args + params(o), o.timeoutS);
+      auto once = [&](const std::string &args, const std::string &sizes) {
+        Ran r = shell(quote(bins[i]) + " " + args + sizes, o.timeoutS);
         bool pass = false;
         double us = 0;
         if (r.timedOut) {
@@ -200,10 +207,16 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       };
       // One process: checked (the reference computed by the first variant, then read from the
       // cache), then timed; a cuda variant whose first 3 timed runs are >= 5x the best stops there.
+      // With check sizes: checked there first (one run), then timed unchecked.
       std::string ref = " ref=" + quote(o.workDir + "/reference");
-      if (!cuda) {
-        once(seed + ref);
-      } else if (once(seed + " " + std::to_string(o.reps) + ref + (bestUs > 0 ? " stop_us=" + std::to_string(5 * bestUs) : "")) &&
+      bool separate = !o.checkParams.empty();
+      if (separate && !once(seed + (cuda ? " 1" : "") + ref, checkParams(o))) {
+        t.detail = "at " + checkParams(o).substr(1) + ": " + t.detail;
+      } else if (!cuda) {
+        once(seed + (separate ? " check=0" : ref), params(o));
+      } else if (once(seed + " " + std::to_string(o.reps) + (separate ? " check=0" : ref) +
+                          (bestUs > 0 ? " stop_us=" + std::to_string(5 * bestUs) : ""),
+                      params(o)) &&
                  bestUs > 0 && t.us >= 5 * bestUs) {
         t.status = TrialStatus::Slow;
         t.detail = "first runs >= 5x the best so far";

@@ -65,6 +65,9 @@ int runCommand(int argc, char **argv) {
         app.add_option("--seed", search.seed, "the search's seed")->capture_default_str();
         app.add_option("--data-seed", runner.seed, "the seed of the harness's random data")->capture_default_str();
         app.add_option("--param", runner.params, "NAME=VALUE: a symbolic size's value (repeatable)");
+        app.add_option("--check-param", runner.checkParams,
+                       "NAME=VALUE: check each variant at this size instead (repeatable), then time it unchecked "
+                       "(for sizes whose CPU reference would take minutes)");
         app.add_option("-j,--jobs", runner.jobs, "compiles at a time")->check(CLI::Range(1, 256))->capture_default_str();
         app.add_option("--reps", runner.reps, "timed runs per variant (cuda)")->check(CLI::Range(1, 100000))->capture_default_str();
         app.add_option("--timeout", runner.timeoutS, "seconds a run may take (a compile: 4x)")
@@ -85,6 +88,20 @@ int runCommand(int argc, char **argv) {
             throw polyk::UsageError("--param " + p + ": NAME=VALUE expected");
         // The program at the --param sizes: the space and every variant are derived there.
         polyk::Program program = polyk::readProgram(in.text, in.displayName);
+        for (const auto &p : runner.checkParams) {
+          size_t eq = p.find('=');
+          std::string name = eq == std::string::npos ? "" : p.substr(0, eq);
+          bool known = std::any_of(program.params.begin(), program.params.end(), [&](const auto &q) { return q.first == name; });
+          if (name.empty()) throw polyk::UsageError("--check-param " + p + ": NAME=VALUE expected");
+          if (!known) throw polyk::UsageError("--check-param " + p + ": the program has no parameter " + name);
+          try {
+            size_t used = 0;
+            long long v = std::stoll(p.substr(eq + 1), &used);
+            if (used != p.size() - eq - 1 || v < 1) throw std::invalid_argument("");
+          } catch (const std::exception &) {
+            throw polyk::UsageError("--check-param " + p + ": a positive integer expected");
+          }
+        }
         for (const auto &p : runner.params) {
           std::string name = p.substr(0, p.find('='));
           auto it = std::find_if(program.params.begin(), program.params.end(), [&](const auto &q) { return q.first == name; });

@@ -80,6 +80,9 @@ struct RunnerOptions {
   std::string kind = "cpu";                 // cpu: the mapped C on this machine (the stand-in); cuda: nvcc + the GPU
   std::string programText, programFile;
   std::vector<std::string> params;          // NAME=VALUE for the harness (symbolic sizes)
+  /// NAME=VALUE: each variant checked at these sizes (the reference computed there, once), then
+  /// timed unchecked at `params`' (a size whose reference the CPU would take minutes on).
+  std::vector<std::string> checkParams;
   std::string workDir;                      // sources and binaries
   std::string runtimeDir;                   // libcore/runtime (polyk/harness.h)
   std::string compiler;                     // default: cc / nvcc
