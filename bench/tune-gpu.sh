@@ -3,7 +3,8 @@
 # seconds, its log, stderr and best.yaml in OUT/tune.tgz, then a table of the defaults' and the
 # best's medians (the harness's timing: CUDA events, L2 flushed, median of --reps).
 #   here:  bench/tune-gpu.sh prepare     -> build/gdir/{bin,lib}: polyk-tune and its shared libraries
-#   there: bench/tune-gpu.sh run OUT TRIALS SECONDS [SEARCH] PROGRAM.yaml...
+#   there: bench/tune-gpu.sh run OUT TRIALS SECONDS [SEARCH] PROGRAM.yaml[@NAME=VALUE,...]...
+#          (@...: polyk-tune's --check-param sizes, for programs whose CPU reference is slow)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=build/gdir
@@ -22,15 +23,17 @@ export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rm -rf "$out" && mkdir -p "$out" "$dest"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 start=$(date +%s)
-for p in "$@"; do
+for arg in "$@"; do
+  p=${arg%%@*} check=()
+  [ "$p" != "$arg" ] && for c in $(echo "${arg#*@}" | tr , ' '); do check+=(--check-param "$c"); done
   n=$(basename "$p" .yaml)
   # TUNE_BUDGET=S: no new program after S seconds (the rest are listed as skipped).
   if [ -n "${TUNE_BUDGET:-}" ] && [ $(($(date +%s) - start)) -ge "$TUNE_BUDGET" ]; then echo "skipped $n (TUNE_BUDGET)"; continue; fi
   "$dir/bin/polyk-tune" run "$p" --runner cuda --search "$search" --log "$out/$n.jsonl" --trials "$trials" --time "$seconds" \
-    -j "$(nproc)" --runtime libcore/runtime -o "$out/$n.best.yaml" 2> "$out/$n.err"
+    -j "$(nproc)" --runtime libcore/runtime ${check[@]+"${check[@]}"} -o "$out/$n.best.yaml" 2> "$out/$n.err"
   tail -1 "$out/$n.err"
 done
-for p in program "$@"; do
+for p in program "${@%%@*}"; do
   [ "$p" = program ] && { printf '%-22s %12s %12s %8s %8s %8s %-16s %s\n' program default_us tuned_us speedup trials to_best points/prefetch sizes; continue; }
   n=$(basename "$p" .yaml) f=$out/$n.best.yaml
   [ -f "$f" ] || { printf '%-22s (no result: %s)\n' "$n" "$(tail -1 "$out/$n.err")"; continue; }
