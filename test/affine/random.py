@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Random affine programs, drawn outside our examples: stencils with random offsets (kept inside by
-a `where` or read through padding), contractions with random index orders, strided and reversed
+a `where` or read through padding), contractions with random index orders (a third of them with a
+symbolic extent), strided and reversed
 reads, triangular reductions, windows with weights (Gaussian2D's form), every dtype and odd
 extents, and a thread's register points cyclic or blocked. Each goes through the whole pipeline,
 then the sequential C of its schedule and the CUDA kernels' code on the CPU (`--target=c`,
@@ -69,10 +70,14 @@ def contraction(r, n):
             b_idx.append(x)
     dt = r.choice(["f32", "f64", "i32", "f16"])
     op = r.choice(["+=!", "+=!", "max=!", "min=!"])
-    shp = lambda ix: ", ".join(str(ext[x]) for x in ix)
+    # One extent a parameter, a third of the time (where Panamera's coalescing cannot keep it
+    # affine, flatten takes the affine path: C(a, b) +=! A(c, b) * B(c, b, a) with a's extent S).
+    sym = r.choice(idx) if r.random() < 0.3 else None
+    shp = lambda ix: ", ".join("S" if x == sym else str(ext[x]) for x in ix)
+    params = f"params: {{S: {ext[sym]}}}\n" if sym else ""
     return f"""polyk: program/1
 name: rnd{n}
-tensors:
+{params}tensors:
   A: {{type: {dt}, shape: [{shp(a_idx)}], role: input}}
   B: {{type: {dt}, shape: [{shp(b_idx)}], role: input}}
   C: {{type: {dt}, shape: [{shp(out)}], role: output}}
