@@ -18,6 +18,26 @@ class CoalesceLimit : public InputError {
   using InputError::InputError;
 };
 
+/// Every reduction of `p` has outputs and a read that misses one of them (a contraction's).
+bool contraction(const Program &p) {
+  for (const auto &ps : p.statements) {
+    if (ps.stmt.assignOp == "=") continue;
+    if (ps.stmt.lhs.indices.empty()) return false;
+    std::vector<const Access *> reads;
+    collectAccesses(ps.stmt.rhs, reads);
+    bool misses = false;
+    for (const Access *a : reads)
+      for (const auto &i : ps.stmt.lhs.indices) {
+        bool found = false;
+        for (const auto &sub : a->subscripts)
+          for (const auto &term : sub.terms) found = found || term.first == i;
+        misses = misses || !found;
+      }
+    if (!misses) return false;
+  }
+  return true;
+}
+
 /// A copy of `e` sharing no node with it (the relayout rewrites accesses in place).
 ExprPtr deepCopy(const ExprPtr &e) {
   if (!e) return e;
@@ -492,7 +512,11 @@ Scop flattenChecked(const Program &program) {
   } catch (const CoalesceLimit &) {
     // A symbolic extent that Panamera's coalescing cannot keep affine (not the outermost of its
     // group: C(a, b) +=! A(c, b) * B(c, b, a) with a's extent a parameter, drawn by
-    // test/affine/random.py): the statements keep their loops on the affine path instead.
+    // test/affine/random.py): a contraction, each of whose reductions has outputs and a read
+    // that misses one of them (its threads, one an output, share that read), keeps its loops on
+    // the affine path instead. Other reductions keep the error: on the affine path a sum to few
+    // outputs would run in as few threads.
+    if (!contraction(program)) throw;
     return flattenAffine(program);
   }
 }

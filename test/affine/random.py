@@ -218,7 +218,7 @@ def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 24
     seed = int(os.environ.get("POLYK_RANDOM_SEED", "1"))
     r = random.Random(seed)
-    failed = staging = 0
+    failed = staging = refused = 0
     with tempfile.TemporaryDirectory() as work:
         for n in range(count):
             text = KINDS[n % len(KINDS)](r, n)
@@ -227,15 +227,21 @@ def main():
             # Which points of a register tile a thread owns: polyk-bind's choice, or either.
             bind = r.choice(["", "--points=cyclic", "--points=blocked"])
             err = check(text, work, sizes, bind)
-            if err:
+            # A reduction that is no contraction, whose symbolic extent Panamera's coalescing
+            # cannot keep affine, is refused at its statement (docs/affine.md): that error only.
+            if err and re.search(r"p\.yaml:\d+:\d+: error: (symbolic extent '.*' must be the outermost dim of its "
+                                 r"coalesced group|two symbolic extents)", err):
+                refused += 1
+                print(f"REFUSED program {n} ({kind.__name__}, Panamera's Formula 1 limit)")
+            elif err:
                 failed += 1
                 print(f"FAIL program {n} (seed {seed}):\n{text}SCHEDULE_OPTS='{sizes}' BIND_OPTS='{bind}'\n{err}\n")
             else:
                 shared = staged(text, work, sizes)
                 staging += shared
                 print(f"PASS program {n} ({KINDS[n % len(KINDS)].__name__}{', staged in shared memory' if shared else ''})")
-    print(f"{count - failed} of {count} random affine programs passed (POLYK_RANDOM_SEED={seed}), "
-          f"{staging} of them with operands staged in shared memory")
+    print(f"{count - failed - refused} of {count} random affine programs passed (POLYK_RANDOM_SEED={seed}), "
+          f"{staging} of them with operands staged in shared memory; {refused} refused as documented, {failed} failed")
     return 1 if failed else 0
 
 
