@@ -90,23 +90,36 @@ isl::schedule_node insertThreads(const isl::schedule_node &at, const isl::multi_
   return band.set_permutable(1).insert_mark(isl::id(islCtx(), threadsMark));
 }
 
-/// A reduction kernel whose threads own register tiles: `micro` is the point band tiled by the
-/// block sizes (its outer band, a thread's points; its inner one, the thread ids), or, `blocked`,
-/// by the points a thread owns (outer, the thread ids; inner, the points). The thread band
-/// takes the place of both, and the points band sinks to each statement of the sequence below,
-/// under the update's reduced loops, marked `registers` (emit unrolls it): init all points, then
-/// for each reduced iteration update them all, then store them.
-/// `staged`: the update's operands are staged in shared memory; the thread band goes above the
-/// init and the store, and in the update below the band of the reduced tiles, under a `shared`
-/// mark (there the block copies each tile's operands, all its threads together, before they
-/// split). Returns the tile band.
-isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark, bool staged, bool blocked) {
+/// A thread's points in runs: along each member m, point d of the tile (0 <= d < T) belongs to
+/// thread floor(d / V) mod B, as its point V floor(d / (V B)) + d mod V (V = run[m], B =
+/// block[m]). V = 1 is the cyclic distribution, V = T / B the blocked one; between them, runs of
+/// consecutive points dealt to the threads in turn, so a thread's run along x is read as one
+/// vector from a staged copy while neighbouring threads' runs stay neighbours (no bank conflict).
+/// Returns {points, ids} of the point band `d`.
+std::pair<isl::multi_union_pw_aff, isl::multi_union_pw_aff> runDistribution(const isl::multi_union_pw_aff &d,
+                                                                            const std::vector<long long> &block,
+                                                                            const std::vector<long long> &run) {
   isl::ctx ctx = islCtx();
-  isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
-  isl::schedule_node thread = micro.child(0);
-  isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
-  if (blocked) std::swap(points, ids); // (the point band was tiled by the points a thread owns)
-  isl::schedule_node seq = deleteNode(deleteNode(thread).parent()); // now at the sequence
+  isl::multi_val v = isl::multi_val::zero(d.space()), b = v, vb = v;
+  for (unsigned m = 0; m < block.size(); ++m) {
+    v = v.set_at((int)m, isl::val(ctx, run[m]));
+    b = b.set_at((int)m, isl::val(ctx, block[m]));
+    vb = vb.set_at((int)m, isl::val(ctx, run[m] * block[m]));
+  }
+  auto floorDiv = [](const isl::multi_union_pw_aff &a, const isl::multi_val &by) {
+    return isl::manage(isl_multi_union_pw_aff_floor(a.scale_down(by).release()));
+  };
+  isl::multi_union_pw_aff runIndex = floorDiv(d, v);                       // floor(d / V)
+  isl::multi_union_pw_aff ids = runIndex.sub(floorDiv(runIndex, b).scale(b)); // floor(d / V) mod B
+  isl::multi_union_pw_aff points = floorDiv(d, vb).flat_range_product(d.sub(runIndex.scale(v)));
+  return {points, ids};
+}
+
+/// Register tiles (below) with the thread band's and the points band's schedules given: `seq` is
+/// the kernel's sequence (init, update, store), the point band above it already removed.
+isl::schedule_node registerTiles(isl::schedule_node seq, const isl::multi_union_pw_aff &points, const isl::multi_union_pw_aff &ids,
+                                 const std::string &threadsMark, bool staged) {
+  isl::ctx ctx = islCtx();
   if (!staged) seq = insertThreads(seq, ids, threadsMark).child(0).child(0);
   int seqDepth = seq.tree_depth();
   for (int c = 0; c < (int)seq.n_children(); ++c) {
@@ -124,6 +137,24 @@ isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &th
     seq = at.ancestor(at.tree_depth() - seqDepth);
   }
   return staged ? seq.parent() : seq.parent().parent().parent(); // (thread band, threads mark,) tile band
+}
+
+/// A reduction kernel whose threads own register tiles: `micro` is the point band tiled by the
+/// block sizes (its outer band, a thread's points; its inner one, the thread ids), or, `blocked`,
+/// by the points a thread owns (outer, the thread ids; inner, the points). The thread band
+/// takes the place of both, and the points band sinks to each statement of the sequence below,
+/// under the update's reduced loops, marked `registers` (emit unrolls it): init all points, then
+/// for each reduced iteration update them all, then store them.
+/// `staged`: the update's operands are staged in shared memory; the thread band goes above the
+/// init and the store, and in the update below the band of the reduced tiles, under a `shared`
+/// mark (there the block copies each tile's operands, all its threads together, before they
+/// split). Returns the tile band.
+isl::schedule_node registerTiles(isl::schedule_node micro, const std::string &threadsMark, bool staged, bool blocked) {
+  isl::multi_union_pw_aff points = micro.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::schedule_node thread = micro.child(0);
+  isl::multi_union_pw_aff ids = thread.as<isl::schedule_node_band>().get_partial_schedule();
+  if (blocked) std::swap(points, ids); // (the point band was tiled by the points a thread owns)
+  return registerTiles(deleteNode(deleteNode(thread).parent()), points, ids, threadsMark, staged);
 }
 
 /// The band of the reduced tiles below a kernel's point band (the update's first band, in the
@@ -234,6 +265,26 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
     for (const auto &name : kc.statements)
       window = window || windowReduction(*in.statement(name), n);
     bool blocked = sequence && whole && micro && (options.points == "blocked" || (options.points == "auto" && window));
+    if (sz.vector > 1) {
+      long long perThread = sz.tile[n - 1] / sz.block[n - 1];
+      if (!(sequence && whole && micro))
+        sizeError(kname + ": vector[" + std::to_string(sz.vector) + "] applies to register tiles only (a reduction whose tile holds several points a thread)");
+      if (perThread % sz.vector != 0)
+        sizeError(kname + ": vector[" + std::to_string(sz.vector) + "] does not divide the " + std::to_string(perThread) +
+                  " points a thread owns along x");
+    }
+    if (sequence && whole && micro && sz.vector > 1) {
+      // Runs of `vector` consecutive points along x, the other members as --points says.
+      std::vector<long long> run(n, 1);
+      for (unsigned m = 0; m < n; ++m) run[m] = blocked ? sz.tile[m] / sz.block[m] : 1;
+      run[n - 1] = sz.vector;
+      auto [points, ids] = runDistribution(point.as<isl::schedule_node_band>().get_partial_schedule(), sz.block, run);
+      node = registerTiles(deleteNode(point), points, ids, "threads_" + join(axes, "_"), !kc.shared.empty());
+      node = node.insert_mark(isl::id(ctx, "blocks_" + join(axes, "_")));
+      sched = node.schedule();
+      out.kernels.push_back(kc);
+      continue;
+    }
     if (blocked)
       for (unsigned m = 0; m < n; ++m) bs = bs.set_at((int)m, isl::val(ctx, sz.tile[m] / sz.block[m]));
     point = point.as<isl::schedule_node_band>().tile(bs);

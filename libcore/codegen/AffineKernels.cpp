@@ -363,12 +363,23 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
         places = places.unite(isl::union_map::from(n.child(0).as<isl::schedule_node_band>().get_partial_schedule()));
       return true;
     });
+    // Points in runs (polyk-bind's runDistribution): the band is (g..., v...), run g of V points
+    // and point v of the run, member by member; the place is V g + v, V the v member's extent.
+    size_t n = regs.points.size();
+    bool runs = !places.is_empty() && places.range().as_set().tuple_dim() == 2 * n;
     std::string pick = "{ [";
-    for (size_t m = 0; m < regs.points.size(); ++m) pick += (m ? ", " : "") + std::string("p") + std::to_string(m);
+    for (size_t m = 0; m < (runs ? 2 * n : n); ++m) pick += (m ? ", " : "") + std::string("p") + std::to_string(m);
     pick += "] -> [";
     bool first = true;
-    for (size_t m = 0; m < regs.points.size(); ++m)
-      if (regs.points[m] > 1) pick += std::string(first ? "" : ", ") + "p" + std::to_string(m), first = false;
+    for (size_t m = 0; m < n; ++m) {
+      if (regs.points[m] <= 1) continue;
+      std::string place = "p" + std::to_string(m);
+      if (runs) {
+        long long run = places.range().as_set().dim_max_val((int)(n + m)).get_num_si() + 1;
+        place = std::to_string(run) + "p" + std::to_string(m) + " + p" + std::to_string(n + m);
+      }
+      pick += std::string(first ? "" : ", ") + place, first = false;
+    }
     isl::multi_aff several(islCtx(), pick + "] }");
     for (const auto &name : kc.statements) {
       const ScopStatement &st = *s.statement(name);
@@ -473,7 +484,12 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
     // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
     // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
-    std::string minBlocks = regs.any() && !staging.tiles.empty() ? ", 2" : "";
+    // Since the prefetch and the runs of 4 points (vector[4]), tiles of 64 points a thread run
+    // faster with the registers they take, one block an SM: GEMM 4096^3 4017 -> 3614 us, ab-bc
+    // 524 -> 457 (bench/results/2026-11-25-h100-vector-runs.txt).
+    long long tilePoints = 1;
+    for (long long p : regs.points) tilePoints *= p;
+    std::string minBlocks = regs.any() && !staging.tiles.empty() ? (tilePoints >= 64 ? ", 1" : ", 2") : "";
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          params(s, true) + ") {\n";
     o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";

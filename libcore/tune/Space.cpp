@@ -248,6 +248,12 @@ Space deriveSpace(const Scop &flat) {
         for (const auto &name : statementsIn(sched, nodeDomain(band)))
           if (sched.statement(name)->dims.size() > n) window = window || windowReduction(*sched.statement(name), n);
         ++(window ? windows : others);
+        // A register tile's runs along x (polyk-bind's vector runs): they divide a thread's points.
+        if (!window) {
+          param(K + "vector", {1, 2, 4}, sz.vector);
+          sp.constraints.push_back("(" + K + "tile." + std::to_string(n - 1) + " / " + K + "block." + std::to_string(n - 1) + ") % " + K +
+                                   "vector == 0");
+        }
       }
       for (size_t m = 0; m < n; ++m) {
         std::string t = K + "tile." + std::to_string(m), b = K + "block." + std::to_string(m);
