@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   libisl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   googletest libgtest-dev
+  libxgboost-dev   # polyk-tune's cost model (gradient-boosted trees)
   llvm-14-tools   # lit and FileCheck
   python3-yaml python3-jsonschema   # schema validation test
   clang-14 libclang-rt-14-dev llvm-14   # build-san: ASan, UBSan, libFuzzer runtimes, llvm-symbolizer

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -55,6 +56,64 @@ TrialStatus statusOf(const std::string &n, const SourceLoc &at) {
   fail(at, "unknown trial status '" + n + "'");
 }
 
+/// The records of a log's text (whole lines): its header into `header` (checked against
+/// `expected` where given), its trials.
+std::vector<Trial> parseLog(const std::string &text, const std::string &path, TuneLogHeader *header,
+                            const TuneLogHeader *expected) {
+  std::vector<Trial> trials;
+  std::set<std::string> keys;
+  std::istringstream lines(text);
+  std::string line;
+  int no = 0;
+  while (std::getline(lines, line)) {
+    ++no;
+    SourceLoc at{path, no, 1};
+    YAML::Node n;
+    try {
+      n = YAML::Load(line);
+    } catch (const YAML::Exception &e) {
+      fail(at, "not a JSON record: " + e.msg);
+    }
+    if (!n.IsMap()) fail(at, "not a JSON record");
+    auto get = [&](const char *k) -> std::string {
+      try {
+        return n[k] ? n[k].as<std::string>() : std::string();
+      } catch (const YAML::Exception &) {
+        fail(at, std::string("field '") + k + "' is not a scalar");
+      }
+    };
+    if (no == 1) {
+      if (get("polyk") != "tunelog/1") fail(at, "not a polyk tuning log (its first record has no 'polyk: tunelog/1')");
+      *header = {get("program"), get("program_hash"), get("params"), get("runner"), get("device"), get("arch")};
+      if (!expected) continue;
+      std::vector<std::pair<std::string, std::string>> mine = {
+          {"program", expected->program}, {"program_hash", expected->programHash}, {"params", expected->params},
+          {"runner", expected->runner},   {"device", expected->device},            {"arch", expected->arch}};
+      for (const auto &[k, v] : mine)
+        if (get(k.c_str()) != v)
+          fail(at, "this log was recorded with " + k + " '" + get(k.c_str()) + "', not '" + v +
+                       "': refusing to resume it (give another --log)");
+      continue;
+    }
+    if (!n["trial"]) continue; // a session's start, or a record of a later version
+    Trial t;
+    try {
+      t.index = n["trial"].as<int>();
+      t.key = get("config");
+      t.status = statusOf(get("status"), at);
+      t.us = n["us"] ? n["us"].as<double>() : 0;
+      t.elapsedS = n["elapsed_s"] ? n["elapsed_s"].as<double>() : 0;
+      t.detail = get("detail");
+    } catch (const YAML::Exception &) {
+      fail(at, "a trial record's fields have the wrong types");
+    }
+    if (keys.count(t.key)) fail(at, "configuration '" + t.key + "' is logged twice");
+    keys.insert(t.key);
+    trials.push_back(t);
+  }
+  return trials;
+}
+
 } // namespace
 
 TuneLog::TuneLog(const std::string &path, const TuneLogHeader &h) : path_(path) {
@@ -81,50 +140,9 @@ TuneLog::TuneLog(const std::string &path, const TuneLogHeader &h) : path_(path) 
     write(line + "}\n");
     return;
   }
-  std::istringstream lines(text);
-  std::string line;
-  int no = 0;
-  while (std::getline(lines, line)) {
-    ++no;
-    SourceLoc at{path, no, 1};
-    YAML::Node n;
-    try {
-      n = YAML::Load(line);
-    } catch (const YAML::Exception &e) {
-      fail(at, "not a JSON record: " + e.msg);
-    }
-    if (!n.IsMap()) fail(at, "not a JSON record");
-    auto get = [&](const char *k) -> std::string {
-      try {
-        return n[k] ? n[k].as<std::string>() : std::string();
-      } catch (const YAML::Exception &) {
-        fail(at, std::string("field '") + k + "' is not a scalar");
-      }
-    };
-    if (no == 1) {
-      if (get("polyk") != "tunelog/1") fail(at, "not a polyk tuning log (its first record has no 'polyk: tunelog/1')");
-      for (const auto &[k, v] : mine)
-        if (get(k.c_str()) != v)
-          fail(at, "this log was recorded with " + k + " '" + get(k.c_str()) + "', not '" + v +
-                       "': refusing to resume it (give another --log)");
-      continue;
-    }
-    if (!n["trial"]) continue; // a session's start, or a record of a later version
-    Trial t;
-    try {
-      t.index = n["trial"].as<int>();
-      t.key = get("config");
-      t.status = statusOf(get("status"), at);
-      t.us = n["us"] ? n["us"].as<double>() : 0;
-      t.elapsedS = n["elapsed_s"] ? n["elapsed_s"].as<double>() : 0;
-      t.detail = get("detail");
-    } catch (const YAML::Exception &) {
-      fail(at, "a trial record's fields have the wrong types");
-    }
-    if (keys_.count(t.key)) fail(at, "configuration '" + t.key + "' is logged twice");
-    keys_.insert(t.key);
-    trials_.push_back(t);
-  }
+  TuneLogHeader found;
+  trials_ = parseLog(text, path, &found, &h);
+  for (const Trial &t : trials_) keys_.insert(t.key);
 }
 
 void TuneLog::write(const std::string &line) {
@@ -214,6 +232,16 @@ Tuning readTuningFor(const std::string &path, const std::string &program) {
   Tuning t = readTuning(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), path);
   if (t.program != program) throw InputError(t.programAt, "this tuning is of program '" + t.program + "', not '" + program + "'");
   return t;
+}
+
+std::vector<Trial> readTuneLog(const std::string &path, TuneLogHeader &header) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read the tuning log " + path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t end = text.rfind('\n');
+  text.resize(end == std::string::npos ? 0 : end + 1); // (a cut last record is left out)
+  if (text.empty()) fail({path, 1, 1}, "an empty tuning log");
+  return parseLog(text, path, &header, nullptr);
 }
 
 } // namespace polyk

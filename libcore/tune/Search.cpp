@@ -1,10 +1,16 @@
 // polyk-tune's searches over a space's valid configurations: exhaustive (ATF's tree order),
 // random (uniform, as `generate --random` draws), simulated annealing (a neighbour moves one
-// parameter to an adjacent value). The defaults are always the first trial, so the best is never
-// slower than them. See polyk/TuneRun.h.
+// parameter to an adjacent value), and the cost model's order (the space, or a sample of it, ranked
+// by predicted time: CNNOpt's top-n). The defaults are always the first trial, so the best is
+// never slower than them. See polyk/TuneRun.h.
 #include "polyk/TuneRun.h"
 
+#include "polyk/Flatten.h"
+#include "polyk/Program.h"
+#include "polyk/TuneModel.h"
+
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -109,7 +115,7 @@ public:
       }
       if (out.size() == n) return out; // else some random ones fill the batch
     }
-    if (o_.strategy == "exhaustive") {
+    if (o_.strategy == "exhaustive" || o_.strategy == "model") {
       while (out.size() < n && pos_ < (long long)listed().size()) fresh(listed()[(size_t)pos_++]);
       return out;
     }
@@ -140,6 +146,14 @@ private:
   long long pos_ = 0;
   bool haveListed_ = false;
 
+public:
+  /// The model's order: configurations best predicted first (the model strategy's list).
+  void rank(std::vector<std::vector<long long>> ranked) {
+    listed_ = std::move(ranked);
+    haveListed_ = true;
+  }
+
+private:
   const std::vector<std::vector<long long>> &listed() {
     if (!haveListed_) {
       long long cap = o_.trials > 0 ? std::min(count_, o_.trials + 1) : count_;
@@ -168,10 +182,28 @@ private:
 
 } // namespace
 
+static std::vector<std::vector<long long>> rankByModel(const Space &space, long long count, const SearchOptions &search,
+                                                const RunnerOptions &runner) {
+  std::unique_ptr<CostModel> cost = CostModel::load(search.model);
+  std::vector<KernelShape> shapes = kernelShapes(flatten(readProgram(runner.programText, runner.programFile)));
+  bool all = count <= search.candidates;
+  std::vector<std::vector<long long>> configs = generateSpace(space, all ? count : search.candidates, !all, search.seed).first;
+  std::vector<std::vector<double>> x;
+  for (const auto &c : configs) x.push_back(features(shapes, space, c));
+  std::vector<double> predicted = cost->predict(x);
+  std::vector<size_t> order(configs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  std::vector<std::vector<long long>> ranked;
+  for (size_t i : order) ranked.push_back(configs[i]);
+  return ranked;
+}
+
 TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, const SearchOptions &search,
                 const std::function<void(const std::string &)> &progress) {
-  if (search.strategy != "exhaustive" && search.strategy != "random" && search.strategy != "anneal")
-    throw UsageError("unknown search '" + search.strategy + "' (exhaustive, random or anneal)");
+  if (search.strategy != "exhaustive" && search.strategy != "random" && search.strategy != "anneal" && search.strategy != "model")
+    throw UsageError("unknown search '" + search.strategy + "' (exhaustive, random, anneal or model)");
+  if (search.strategy == "model" && search.model.empty()) throw UsageError("--search=model needs --model MODEL.json");
   SpaceModel model(space);
   TuneResult r;
   Generated g = generateSpace(space);
@@ -197,6 +229,11 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   for (const Trial &t : log.trials()) consider(t);
   if (!log.trials().empty()) progress("resuming: " + std::to_string(log.trials().size()) + " trials in the log");
   Proposer proposer(model, search, g.count);
+  if (search.strategy == "model") {
+    std::vector<std::vector<long long>> ranked = rankByModel(space, g.count, search, runner);
+    progress("model: " + std::to_string(ranked.size()) + " configurations ranked");
+    proposer.rank(std::move(ranked));
+  }
   std::vector<long long> state = r.best.index >= 0 ? model.parseKey(r.best.key, {}) : defaults;
   double stateUs = r.best.index >= 0 ? r.best.us : 0;
   long long session = 0;

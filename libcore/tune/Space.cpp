@@ -1,6 +1,7 @@
 // polyk-tune's space (Tune.h): derivation from a program's default schedule, the space/1 file,
 // and ATF's generation (one tree per group of linked parameters).
 #include "polyk/Tune.h"
+#include "polyk/TuneModel.h"
 
 #include "polyk/Bind.h"
 #include "polyk/Isl.h"
@@ -199,6 +200,7 @@ Space deriveSpace(const Scop &flat) {
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> used;
   Scop sched = schedule(flat, {}, &used);
+  std::vector<KernelShape> shapes = kernelShapes(flat);
   isl::schedule tree = readIslSchedule(sched.schedule);
   isl::set params(ctx, paramDefaults(flat));
   Space sp;
@@ -263,6 +265,20 @@ Space deriveSpace(const Scop &flat) {
       }
       // Accumulators a thread keeps in registers (a model of the register limit).
       sp.constraints.push_back(product(points) + " <= 64");
+      // Shared memory (CNNOpt's eq. 3): a block's reduced tile of the operands polyk-bind stages
+      // fits in the 48 KiB it stages into (the boxes of TuneModel.h: halos and strides included).
+      if (!sz.reduce.empty()) {
+        int kernel = k; // (a structured binding: not captured before C++20 in clang 14)
+        auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const KernelShape &s) { return s.kernel == kernel; });
+        std::vector<std::string> names;
+        for (size_t m = 0; m < n; ++m) names.push_back(K + "tile." + std::to_string(m));
+        for (size_t q = 0; q < sz.reduce.size(); ++q) names.push_back(K + "reduce." + std::to_string(q));
+        std::vector<std::string> terms;
+        for (const auto &box : shape == shapes.end() ? std::vector<KernelShape::Box>{} : shape->boxes) terms.push_back(box.expression(names));
+        std::string sum;
+        for (const auto &t : terms) sum += (sum.empty() ? "" : " + ") + t;
+        if (!sum.empty()) sp.constraints.push_back(sum + " <= 49152");
+      }
       std::vector<std::string> z;
       for (size_t m = 0; m + 2 < n; ++m) z.push_back(K + "block." + std::to_string(m));
       if (!z.empty()) sp.constraints.push_back(product(z) + " <= 64");

@@ -6,9 +6,12 @@
 #include "polyk/Program.h"
 #include "polyk/Tool.h"
 #include "polyk/Tune.h"
+#include "polyk/TuneModel.h"
 #include "polyk/TuneRun.h"
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +25,8 @@ int usage() {
   std::fprintf(stderr, "usage: polyk-tune space PROGRAM.yaml [-o space.yaml]\n"
                        "       polyk-tune generate SPACE.yaml [--list N] [-o OUT]\n"
                        "       polyk-tune run PROGRAM.yaml --log LOG.jsonl [--runner cpu|cuda] [-o best.yaml]\n"
+                       "       polyk-tune train PROGRAM.yaml --log LOG.jsonl [--also PROGRAM=LOG] -o MODEL\n"
+                       "       polyk-tune report PROGRAM.yaml --log LOG.jsonl --model MODEL [--dir DIR]\n"
                        "run 'polyk-tune COMMAND --help' for the options\n");
   return 2;
 }
@@ -55,8 +60,15 @@ int runCommand(int argc, char **argv) {
                                                 "(--target=c-mapped, a stand-in)")
             ->check(CLI::IsMember({"cpu", "cuda"}))
             ->capture_default_str();
-        app.add_option("--search", search.strategy, "exhaustive, random or anneal (simulated annealing)")
-            ->check(CLI::IsMember({"exhaustive", "random", "anneal"}))
+        app.add_option("--search", search.strategy,
+                       "exhaustive, random, anneal (simulated annealing) or model (the --model's best predicted first)")
+            ->check(CLI::IsMember({"exhaustive", "random", "anneal", "model"}))
+            ->capture_default_str();
+        app.add_option("--model", search.model, "the cost model (polyk-tune train) that ranks the space for --search=model")
+            ->check(CLI::ExistingFile);
+        app.add_option("--candidates", search.candidates,
+                       "--search=model: configurations ranked (the whole space where it has fewer, else drawn at random)")
+            ->check(CLI::Range(1LL, 10000000LL))
             ->capture_default_str();
         app.add_option("--trials", search.trials, "stop when the log holds this many trials (0: no limit)")
             ->check(CLI::NonNegativeNumber);
@@ -173,9 +185,95 @@ int runCommand(int argc, char **argv) {
         std::cerr << line;
         return polyk::writeTuning(t);
       },
-      {"--log", "--space", "--work", "--runtime"}};
+      {"--log", "--space", "--work", "--runtime", "--model"}};
   spec.defaultTimeLimit = 0;
   return polyk::runTool(argc, argv, spec);
+}
+
+/// The logs of `train` / `report`: --log for the input program's, --also PROGRAM=LOG for others'.
+std::vector<polyk::ModelData> readData(const polyk::ToolInput &in, const std::vector<std::string> &logs,
+                                       const std::vector<std::string> &also) {
+  std::vector<polyk::ModelData> out;
+  for (const auto &l : logs) out.push_back(polyk::modelData(in.text, in.displayName, l));
+  for (const auto &pl : also) {
+    size_t eq = pl.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pl.size()) throw polyk::UsageError("--also " + pl + ": PROGRAM.yaml=LOG.jsonl expected");
+    std::string program = pl.substr(0, eq);
+    std::ifstream f(program, std::ios::binary);
+    if (!f) throw polyk::UsageError("--also: cannot read " + program);
+    out.push_back(polyk::modelData(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), program,
+                                   pl.substr(eq + 1)));
+  }
+  return out;
+}
+
+int trainCommand(int argc, char **argv) {
+  std::vector<std::string> logs, also;
+  int rounds = 300;
+  return polyk::runTool(
+      argc, argv,
+      {"polyk-tune train",
+       "Train the cost model (XGBoost's gradient-boosted trees on log time, from each configuration's analytical "
+       "features) on the correct trials of tuning logs, all of one device; writes the model (-o), which "
+       "polyk-tune run --search=model --model takes.",
+       [&](CLI::App &app) {
+         app.add_option("--log", logs, "a tuning log of the input program (repeatable)")->required();
+         app.add_option("--also", also, "PROGRAM.yaml=LOG.jsonl: a log of another program (repeatable)");
+         app.add_option("--rounds", rounds, "boosting rounds")->check(CLI::Range(1, 100000))->capture_default_str();
+       },
+       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+         std::vector<polyk::ModelData> data = readData(in, logs, also);
+         std::vector<std::vector<double>> x;
+         std::vector<double> us;
+         for (const auto &d : data) {
+           if (d.device != data.front().device)
+             throw polyk::UsageError("the logs are of two devices ('" + data.front().device + "', '" + d.device +
+                                     "'): a model is trained per device");
+           x.insert(x.end(), d.x.begin(), d.x.end());
+           us.insert(us.end(), d.us.begin(), d.us.end());
+         }
+         if (x.size() < 2) throw polyk::InputError({logs.front(), 1, 1}, "fewer than 2 correct trials to train on");
+         polyk::CostModel m;
+         m.train(x, us, rounds);
+         std::vector<double> fit = m.predict(x);
+         double se = 0;
+         for (size_t i = 0; i < us.size(); ++i) se += std::pow(std::log(fit[i]) - std::log(us[i]), 2);
+         std::fprintf(stderr, "polyk-tune train: %zu trials of %zu logs (%s); training error %.3f (rms of log time)\n", us.size(),
+                      data.size(), data.front().device.c_str(), std::sqrt(se / (double)us.size()));
+         return m.text(data.front().device);
+       },
+       {"--log", "--also"}});
+}
+
+int reportCommand(int argc, char **argv) {
+  std::vector<std::string> logs, also;
+  std::string modelPath, dir;
+  return polyk::runTool(
+      argc, argv,
+      {"polyk-tune report",
+       "Judge a cost model on tuning logs (CNNOpt's Table 8): per log, the trials in the model's order until 95% and "
+       "100% of the best logged time, the loss of performance of its top-10 and top-30, and Spearman's rank "
+       "correlation; --dir writes predicted.csv, best-so-far.csv and a gnuplot script of both (plots.gp).",
+       [&](CLI::App &app) {
+         app.add_option("--log", logs, "a tuning log of the input program (repeatable)")->required();
+         app.add_option("--also", also, "PROGRAM.yaml=LOG.jsonl: a log of another program (repeatable)");
+         app.add_option("--model", modelPath, "the cost model")->required()->check(CLI::ExistingFile);
+         app.add_option("--dir", dir, "the report's directory (one subdirectory a log, by program)");
+       },
+       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+         std::string device;
+         std::unique_ptr<polyk::CostModel> m = polyk::CostModel::load(modelPath, &device);
+         std::string out;
+         for (const auto &d : readData(in, logs, also)) {
+           if (d.device != device) std::fprintf(stderr, "polyk-tune report: note: the model is of '%s', %s's log of '%s'\n",
+                                                device.c_str(), d.program.c_str(), d.device.c_str());
+           std::vector<double> predicted = m->predict(d.x);
+           polyk::ModelReport r = polyk::judge(d, predicted);
+           out += dir.empty() ? polyk::writeReport(d, predicted, r, "") : polyk::writeReport(d, predicted, r, dir + "/" + d.program);
+         }
+         return out;
+       },
+       {"--log", "--also", "--model", "--dir"}});
 }
 
 } // namespace
@@ -188,7 +286,10 @@ int main(int argc, char **argv) {
                 "                                                  trees), report the generation time, list the first N\n"
                 "  polyk-tune run PROGRAM.yaml --log LOG.jsonl     search the space: each configuration built, compiled,\n"
                 "                                                  run and checked; the log resumes after any stop;\n"
-                "                                                  -o best.yaml (tuning/1) for polyk-schedule --tuning\n");
+                "                                                  -o best.yaml (tuning/1) for polyk-schedule --tuning\n"
+                "  polyk-tune train PROGRAM.yaml --log LOG.jsonl   train the cost model on logged trials (one device)\n"
+                "  polyk-tune report PROGRAM.yaml --log LOG.jsonl --model MODEL\n"
+                "                                                  how well the model ranks the logged trials\n");
     return 0;
   }
   if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
@@ -252,6 +353,8 @@ int main(int argc, char **argv) {
                            }});
   }
   if (sub == "run") return runCommand(argc - 1, argv + 1);
+  if (sub == "train") return trainCommand(argc - 1, argv + 1);
+  if (sub == "report") return reportCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "polyk-tune: error: unknown command '%s'\n", sub.c_str());
   return usage();
 }

@@ -75,6 +75,10 @@ private:
   void write(const std::string &line);
 };
 
+/// The header and trials of the log at `path`, read only (a cut last record is left out); an
+/// InputError where it is not a tuning log.
+std::vector<Trial> readTuneLog(const std::string &path, TuneLogHeader &header);
+
 /// How variants are built and measured.
 struct RunnerOptions {
   std::string kind = "cpu";                 // cpu: the mapped C on this machine (the stand-in); cuda: nvcc + the GPU
@@ -107,7 +111,9 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
              double bestUs, const std::function<void(size_t, Trial)> &done, const std::function<bool()> &expired = {});
 
 struct SearchOptions {
-  std::string strategy = "random"; // exhaustive | random | anneal
+  std::string strategy = "random"; // exhaustive | random | anneal | model
+  std::string model;               // model: the cost model (TuneModel.h) that ranks the space
+  long long candidates = 20000;    // model: configurations ranked (all where the space has fewer; else drawn)
   long long trials = 0;            // stop after this many trials in the log (0: no limit)
   double seconds = 0;              // stop after this long in this session (0: no limit)
   double target = 0;               // stop at this speedup over the defaults (0: none)

@@ -1,0 +1,145 @@
+// Training and judging the cost model (TuneModel.h) on tuning logs: each log's correct trials as
+// feature rows (the program at the log's sizes), the model trained per device, and CNNOpt's
+// measures of a ranking (Table 8): the trials in the model's order until 95% and 100% of the best
+// logged time, and the loss of performance of its top-n.
+#include "polyk/TuneModel.h"
+#include "polyk/TuneRun.h"
+
+#include "polyk/Flatten.h"
+#include "polyk/Program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+namespace polyk {
+
+ModelData modelData(const std::string &programText, const std::string &programFile, const std::string &logPath) {
+  ModelData d;
+  TuneLogHeader h;
+  std::vector<Trial> trials = readTuneLog(logPath, h);
+  Program p = readProgram(programText, programFile);
+  if (p.name != h.program) fail({logPath, 1, 1}, "this log is of program '" + h.program + "', not '" + p.name + "' (" + programFile + ")");
+  // The program at the log's sizes (its header's NAME=VALUE list), as polyk-tune run derived it.
+  std::istringstream params(h.params);
+  for (std::string nv; params >> nv;) {
+    size_t eq = nv.find('=');
+    auto it = std::find_if(p.params.begin(), p.params.end(), [&](const auto &q) { return q.first == nv.substr(0, eq); });
+    if (eq == std::string::npos || it == p.params.end()) fail({logPath, 1, 1}, "the log's size " + nv + " is not a parameter of " + p.name);
+    it->second = std::stoll(nv.substr(eq + 1));
+  }
+  Scop flat = flatten(readProgram(h.params.empty() ? programText : writeProgram(p), programFile));
+  d.space = deriveSpace(flat);
+  d.shapes = kernelShapes(flat);
+  d.device = h.device;
+  d.program = h.program;
+  SpaceModel model(d.space);
+  for (const Trial &t : trials) {
+    if (t.status != TrialStatus::Ok || t.us <= 0) continue;
+    // name=value over the derived space; a parameter the log's (edited) space left out keeps its default.
+    std::vector<long long> v = model.defaults();
+    std::istringstream kv(t.key);
+    for (std::string item; kv >> item;) {
+      size_t eq = item.find('=');
+      size_t i = 0;
+      while (i < d.space.params.size() && d.space.params[i].name != item.substr(0, eq)) ++i;
+      if (eq == std::string::npos || i == d.space.params.size())
+        fail({logPath, 1, 1}, "trial " + std::to_string(t.index) + " sets '" + item.substr(0, eq) + "', which " + h.program +
+                                  "'s space at these sizes lacks");
+      v[i] = std::stoll(item.substr(eq + 1));
+    }
+    model.complete(v);
+    d.x.push_back(features(d.shapes, d.space, v));
+    d.us.push_back(t.us);
+    d.keys.push_back(t.key);
+    d.index.push_back(t.index);
+  }
+  return d;
+}
+
+ModelReport judge(const ModelData &d, const std::vector<double> &predicted) {
+  ModelReport r;
+  size_t n = d.us.size();
+  r.trials = (long long)n;
+  if (n == 0) return r;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  r.best = *std::min_element(d.us.begin(), d.us.end());
+  double seen = INFINITY;
+  for (size_t k = 0; k < n; ++k) {
+    seen = std::min(seen, d.us[order[k]]);
+    if (r.to95 == 0 && seen <= r.best / 0.95) r.to95 = (long long)k + 1;
+    if (r.to100 == 0 && seen <= r.best) r.to100 = (long long)k + 1;
+    if (k + 1 == 10 || (k + 1 < 10 && k + 1 == n)) r.lop10 = 1 - r.best / seen;
+    if (k + 1 == 30 || (k + 1 < 30 && k + 1 == n)) r.lop30 = 1 - r.best / seen;
+  }
+  // Spearman's rank correlation of predicted and measured.
+  auto ranks = [&](const std::vector<double> &v) {
+    std::vector<size_t> o(n);
+    std::iota(o.begin(), o.end(), 0);
+    std::stable_sort(o.begin(), o.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    std::vector<double> rk(n);
+    for (size_t i = 0; i < n; ++i) rk[o[i]] = (double)i;
+    return rk;
+  };
+  std::vector<double> a = ranks(predicted), b = ranks(d.us);
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  r.spearman = n > 1 ? 1 - 6 * s / ((double)n * ((double)n * n - 1)) : 1;
+  return r;
+}
+
+namespace {
+
+void writeFiles(const ModelData &d, const std::vector<double> &predicted, const std::string &dir) {
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/predicted.csv");
+    f << "trial,measured_us,predicted_us,config\n";
+    for (size_t i = 0; i < d.us.size(); ++i) f << d.index[i] << "," << d.us[i] << "," << predicted[i] << ",\"" << d.keys[i] << "\"\n";
+  }
+  {
+    // Best so far, in the order the search ran (the log's) and in the model's order.
+    std::vector<size_t> order(d.us.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+    std::ofstream f(dir + "/best-so-far.csv");
+    f << "n,search_best_us,model_order_best_us\n";
+    double s = INFINITY, m = INFINITY;
+    for (size_t k = 0; k < d.us.size(); ++k) {
+      s = std::min(s, d.us[k]);
+      m = std::min(m, d.us[order[k]]);
+      f << k + 1 << "," << s << "," << m << "\n";
+    }
+  }
+  {
+    std::ofstream f(dir + "/plots.gp");
+    f << "# gnuplot " << dir << "/plots.gp (run from its directory): predicted.png, best-so-far.png\n"
+      << "set datafile separator ','\nset terminal pngcairo size 640,480\nset key top left\n"
+      << "set output 'predicted.png'\nset logscale xy\nset xlabel 'measured (us)'\nset ylabel 'predicted (us)'\n"
+      << "set title '" << d.program << ": predicted vs measured'\n"
+      << "plot 'predicted.csv' skip 1 using 2:3 with points pt 7 ps 0.6 title 'trials', x with lines title 'y = x'\n"
+      << "unset logscale\nset logscale y\nset output 'best-so-far.png'\nset xlabel 'trials'\nset ylabel 'best so far (us)'\n"
+      << "set title '" << d.program << ": best so far'\n"
+      << "plot 'best-so-far.csv' skip 1 using 1:2 with steps title 'the search', '' skip 1 using 1:3 with steps title 'the model order'\n";
+  }
+}
+
+} // namespace
+
+std::string writeReport(const ModelData &d, const std::vector<double> &predicted, const ModelReport &r, const std::string &dir) {
+  if (!dir.empty()) writeFiles(d, predicted, dir);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s: %lld trials, best %.2f us; in the model's order: 95%% of it at trial %lld, 100%% at trial %lld; "
+                "LoP top-10 %.1f%%, top-30 %.1f%%; Spearman %.2f\n",
+                d.program.c_str(), r.trials, r.best, r.to95, r.to100, 100 * r.lop10, 100 * r.lop30, r.spearman);
+  return line;
+}
+
+} // namespace polyk
