@@ -3,6 +3,7 @@
 //   polyk-tune generate space.yaml [--list N]       ATF's generation: its size, time, and the first
 //                                                   N configurations as sizes maps
 #include "polyk/Flatten.h"
+#include "polyk/KernelTuner.h"
 #include "polyk/Program.h"
 #include "polyk/Tool.h"
 #include "polyk/Tune.h"
@@ -26,6 +27,7 @@ int usage() {
                        "       polyk-tune generate SPACE.yaml [--list N] [-o OUT]\n"
                        "       polyk-tune run PROGRAM.yaml --log LOG.jsonl [--runner cpu|cuda] [-o best.yaml]\n"
                        "       polyk-tune train PROGRAM.yaml --log LOG.jsonl [--also PROGRAM=LOG] -o MODEL\n"
+                       "       polyk-tune export PROGRAM.yaml --log LOG.jsonl [-o results.json]\n"
                        "       polyk-tune report PROGRAM.yaml --log LOG.jsonl --model MODEL [--dir DIR]\n"
                        "run 'polyk-tune COMMAND --help' for the options\n");
   return 2;
@@ -43,7 +45,8 @@ std::string hashOf(const std::string &text) {
 int runCommand(int argc, char **argv) {
   polyk::RunnerOptions runner;
   polyk::SearchOptions search;
-  std::string logPath, spacePath, work;
+  std::string logPath, spacePath, t1Path, work;
+  CLI::Option *searchOption = nullptr;
   bool keep = false;
   runner.runtimeDir = POLYK_RUNTIME_DIR;
   polyk::ToolSpec spec{
@@ -56,11 +59,15 @@ int runCommand(int argc, char **argv) {
         app.add_option("--log", logPath, "the tuning log (JSON lines); an existing one is resumed")->required();
         app.add_option("--space", spacePath, "the space (space/1) to search; default: polyk-tune space's")
             ->check(CLI::ExistingFile);
+        app.add_option("--t1", t1Path, "a T1 tuning problem (Kernel Tuner's JSON): its parameters' values and conditions "
+                                       "over the program's space, its Budget and Search where no option gives them")
+            ->check(CLI::ExistingFile)
+            ->excludes("--space");
         app.add_option("--runner", runner.kind, "cuda: nvcc and the GPU; cpu: the kernels' code on this machine "
                                                 "(--target=c-mapped, a stand-in)")
             ->check(CLI::IsMember({"cpu", "cuda"}))
             ->capture_default_str();
-        app.add_option("--search", search.strategy,
+        searchOption = app.add_option("--search", search.strategy,
                        "exhaustive, random, anneal (simulated annealing) or model (the --model's best predicted first)")
             ->check(CLI::IsMember({"exhaustive", "random", "anneal", "model"}))
             ->capture_default_str();
@@ -130,7 +137,17 @@ int runCommand(int argc, char **argv) {
         runner.programFile = in.displayName;
         polyk::Scop flat = polyk::flatten(polyk::readProgram(runner.programText, in.displayName));
         polyk::Space space;
-        if (spacePath.empty()) {
+        if (!t1Path.empty()) {
+          std::ifstream f(t1Path, std::ios::binary);
+          polyk::T1Problem t1 = polyk::readT1(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), t1Path,
+                                              polyk::deriveSpace(flat));
+          space = t1.space;
+          if (search.trials == 0 && t1.trials > 0) search.trials = t1.trials;
+          if (search.trials == 0 && t1.fraction > 0)
+            search.trials = std::max(1LL, (long long)std::ceil(t1.fraction * (double)polyk::generateSpace(space).count));
+          if (search.seconds == 0 && t1.seconds > 0) search.seconds = t1.seconds;
+          if (searchOption->count() == 0 && !t1.search.empty()) search.strategy = t1.search;
+        } else if (spacePath.empty()) {
           space = polyk::deriveSpace(flat);
         } else {
           std::ifstream f(spacePath, std::ios::binary);
@@ -185,7 +202,7 @@ int runCommand(int argc, char **argv) {
         std::cerr << line;
         return polyk::writeTuning(t);
       },
-      {"--log", "--space", "--work", "--runtime", "--model"}};
+      {"--log", "--space", "--work", "--runtime", "--model", "--t1"}};
   spec.defaultTimeLimit = 0;
   return polyk::runTool(argc, argv, spec);
 }
@@ -288,6 +305,8 @@ int main(int argc, char **argv) {
                 "                                                  run and checked; the log resumes after any stop;\n"
                 "                                                  -o best.yaml (tuning/1) for polyk-schedule --tuning\n"
                 "  polyk-tune train PROGRAM.yaml --log LOG.jsonl   train the cost model on logged trials (one device)\n"
+                "  polyk-tune export PROGRAM.yaml --log LOG.jsonl  the log as T4 results (Kernel Tuner's JSON)\n"
+                "  polyk-tune space PROGRAM.yaml --format t1       the space as a T1 problem; run --t1 reads one\n"
                 "  polyk-tune report PROGRAM.yaml --log LOG.jsonl --model MODEL\n"
                 "                                                  how well the model ranks the logged trials\n");
     return 0;
@@ -299,13 +318,52 @@ int main(int argc, char **argv) {
   if (argc < 2) return usage();
   std::string sub = argv[1];
   if (sub == "space") {
+    std::string format = "space", t1Path;
     return polyk::runTool(argc - 1, argv + 1,
                           {"polyk-tune space",
                            "Derive the search space of a program (program/1 -> space/1): tile and block sizes per band "
-                           "member, reduced tiles, vector widths, with the constraints linking them.",
-                           nullptr, [](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
-                             return polyk::writeSpace(polyk::deriveSpace(polyk::flatten(polyk::readProgram(in.text, in.displayName))));
-                           }});
+                           "member, reduced tiles, vector widths, with the constraints linking them; or (--format t1) "
+                           "as a T1 tuning problem (Kernel Tuner's JSON), which polyk-tune run --t1 reads back.",
+                           [&](CLI::App &app) {
+                             app.add_option("--format", format, "space (space/1) or t1 (T1 JSON: names with '_' for '.')")
+                                 ->check(CLI::IsMember({"space", "t1"}))
+                                 ->capture_default_str();
+                             app.add_option("--t1", t1Path, "a T1 problem over the program's space: its values and conditions "
+                                                            "replace the derived ones")
+                                 ->check(CLI::ExistingFile);
+                           },
+                           [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+                             polyk::Space s = polyk::deriveSpace(polyk::flatten(polyk::readProgram(in.text, in.displayName)));
+                             if (!t1Path.empty()) {
+                               std::ifstream f(t1Path, std::ios::binary);
+                               s = polyk::readT1(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()),
+                                                 t1Path, s).space;
+                             }
+                             return format == "t1" ? polyk::writeT1(s, in.name) : polyk::writeSpace(s);
+                           },
+                           {"--t1"}});
+  }
+  if (sub == "export") {
+    std::string logPath;
+    return polyk::runTool(argc - 1, argv + 1,
+                          {"polyk-tune export",
+                           "Write a tuning log's trials as T4 results (Kernel Tuner's JSON: each configuration's values, "
+                           "time and validity).",
+                           [&](CLI::App &app) { app.add_option("--log", logPath, "the tuning log")->required(); },
+                           [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+                             polyk::TuneLogHeader h;
+                             std::vector<polyk::Trial> trials = polyk::readTuneLog(logPath, h);
+                             polyk::Program p = polyk::readProgram(in.text, in.displayName);
+                             if (p.name != h.program)
+                               throw polyk::InputError({logPath, 1, 1}, "this log is of program '" + h.program + "', not '" + p.name + "'");
+                             std::istringstream params(h.params);
+                             for (std::string nv; params >> nv;)
+                               for (auto &q : p.params)
+                                 if (nv.rfind(q.first + "=", 0) == 0) q.second = std::stoll(nv.substr(q.first.size() + 1));
+                             polyk::Space s = polyk::deriveSpace(polyk::flatten(polyk::readProgram(polyk::writeProgram(p), in.displayName)));
+                             return polyk::writeT4(s, trials);
+                           },
+                           {"--log"}});
   }
   if (sub == "generate") {
     long long list = 0;
