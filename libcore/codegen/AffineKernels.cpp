@@ -461,6 +461,22 @@ bool promotedAnywhere(const Scop &s, const std::string &t) {
   return false;
 }
 
+/// A temporary no kernel touches: the output of a reduction whose consumer was fused into its
+/// store (only the reference computes it).
+bool unused(const Scop &s, const std::string &t) {
+  for (const auto &st : s.statements) {
+    if (isl::map(islCtx(), st.write).range_tuple_id().name() == t) return false;
+    for (const auto &r : st.reads)
+      if (isl::map(islCtx(), r).range_tuple_id().name() == t) return false;
+  }
+  return true;
+}
+
+/// Temporaries that live in memory for the launch (not kept in registers, not unused).
+bool inMemory(const Scop &s, const TensorDecl &t) {
+  return t.role == Role::Temporary && !promotedAnywhere(s, t.name) && !unused(s, t.name);
+}
+
 } // namespace
 
 std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
@@ -502,8 +518,8 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     if (t.role != Role::Temporary) continue;
     std::string ty = cudaStorageType(t.type);
     o += "  " + ty + " *" + t.name + " = nullptr;";
-    if (promotedAnywhere(s, t.name)) {
-      o += " /* kept in registers */\n";
+    if (!inMemory(s, t)) {
+      o += promotedAnywhere(s, t.name) ? " /* kept in registers */\n" : " /* not computed: its consumer is fused */\n";
       continue;
     }
     o += "\n  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
@@ -517,18 +533,20 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   }
   o += steps.end;
   for (const auto &t : s.tensors)
-    if (t.role == Role::Temporary && !promotedAnywhere(s, t.name))
-      o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
+    if (inMemory(s, t)) o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
   return o + "  return cudaSuccess;\n}\n";
 }
 
 std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   std::string o = "/* The CUDA kernels' code run on the CPU: block after block, thread after thread. */\n";
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
-  for (const auto &t : s.tensors)
-    if (t.role == Role::Temporary && !promotedAnywhere(s, t.name))
+  for (const auto &t : s.tensors) {
+    if (inMemory(s, t))
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
            cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
+    else if (t.role == Role::Temporary && unused(s, t.name))
+      o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = 0; /* not computed: its consumer is fused */\n";
+  }
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
   isl::schedule separated = isolateReducedTiles(bound, s);

@@ -106,20 +106,27 @@ std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p) {
   p.tensors = s.tensors;
   std::vector<ProgramStatement> out;
   std::string last;
-  for (const auto &st : s.statements) {
-    if (st.kind == StmtKind::Init || st.source == last) continue;
-    last = st.source;
+  auto add = [&](const std::string &text, const SourceLoc &loc) {
     ProgramStatement ps;
-    ps.text = st.source;
+    ps.text = text;
     try {
-      ps.stmt = parseStatement(st.source);
+      ps.stmt = parseStatement(text);
     } catch (const ParseError &e) {
-      fail(st.loc, "statement source does not parse: " + e.message);
+      fail(loc, "statement source does not parse: " + e.message);
     }
-    ps.loc = st.loc;
+    ps.loc = loc;
     analyseStatement(ps, p);
     p.statements.push_back(ps);
     out.push_back(ps);
+  };
+  for (size_t i = 0; i < s.statements.size(); ++i) {
+    const ScopStatement &st = s.statements[i];
+    if (st.kind != StmtKind::Init && st.source != last) {
+      last = st.source;
+      add(st.source, st.loc);
+    }
+    // A fused consumer runs after its statement's source, where that statement's run ends.
+    if (!st.epilogue.empty()) add(st.epilogue, st.loc);
   }
   return out;
 }

@@ -5,11 +5,16 @@
 //   C(i, j) +=! A(i, k) * B(k, j)   ->   S0_init:  C_acc(i, j) = 0
 //                                        S0:       C_acc(i, j) = C_acc(i, j) + A(i, k) * B(k, j)
 //                                        S0_store: C(i, j) = C_acc(i, j)
+// An elementwise consumer of the reduction's (temporary) output fuses into the store, so a conv
+// with its bias and ReLU is one kernel: `O(k, y, x) +=! ...; R(k, y, x) = max(O(k, y, x) + b(k), 0)`
+// stores `R(k, y, x) = max(f32(O_acc(k, y, x)) + b(k), 0)` (the consumer kept as its `epilogue`,
+// for the reference) and the kernels never write O.
 #include "polyk/Flatten.h"
 
 #include "polyk/Isl.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace polyk {
@@ -64,7 +69,11 @@ public:
     s.name = p_.name;
     s.params = p_.params;
     s.tensors = p_.tensors;
-    for (size_t k = 0; k < p_.statements.size(); ++k) add(s, p_.statements[k], "S" + std::to_string(k));
+    for (size_t k = 0; k < p_.statements.size(); ++k) {
+      const ProgramStatement *epilogue = k + 1 < p_.statements.size() && fusibleEpilogue(k) ? &p_.statements[k + 1] : nullptr;
+      add(s, p_.statements[k], "S" + std::to_string(k), epilogue);
+      if (epilogue) ++k; // (the reduction's output, which only the reference computes, stays declared)
+    }
     s.iterate = p_.iterate;
     s.provenance = p_.provenance;
     s.provenance.push_back(currentStage("polyk-flatten"));
@@ -121,7 +130,70 @@ private:
     return st;
   }
 
-  void add(Scop &s, const ProgramStatement &ps, const std::string &name) {
+  /// An elementwise consumer of a reduction fused into its store (a conv's bias and ReLU, a GEMM's
+  /// epilogue): statement k + 1 assigns, without `where`, over exactly the output elements of the
+  /// fresh reduction k (same extents, its own indices only), and reads k's output, a temporary no
+  /// other statement touches, only at the element it writes; it writes no tensor k reads.
+  bool fusibleEpilogue(size_t k) const {
+    const ProgramStatement &r = p_.statements[k], &e = p_.statements[k + 1];
+    if (!r.stmt.reduceOp() || !r.stmt.freshlyInitialised || !r.stmt.lhs.plain()) return false;
+    if (e.stmt.reduceOp() || e.stmt.assignOp != "=" || !e.stmt.where.empty() || !e.stmt.lhs.plain()) return false;
+    const std::string &t = r.stmt.lhs.tensor;
+    const TensorDecl *decl = p_.tensor(t);
+    if (!decl || decl->role != Role::Temporary || e.stmt.lhs.tensor == t) return false;
+    for (const auto &[out, in] : p_.iterate.swaps)
+      if (out == t || in == t) return false;
+    // Same iteration space: e's loops are its left-hand indices, with r's extents position by position.
+    const auto &ei = e.stmt.lhs.indices, &ri = r.stmt.lhs.indices;
+    if (ei.size() != ri.size() || e.iterators.size() != ei.size()) return false;
+    auto extentOf = [](const ProgramStatement &ps, const std::string &ix) {
+      size_t at = std::find(ps.iterators.begin(), ps.iterators.end(), ix) - ps.iterators.begin();
+      return at < ps.extents.size() ? ps.extents[at].str() : std::string();
+    };
+    for (size_t d = 0; d < ei.size(); ++d)
+      if (extentOf(e, ei[d]).empty() || extentOf(e, ei[d]) != extentOf(r, ri[d])) return false;
+    std::vector<const Access *> reads;
+    collectAccesses(e.stmt.rhs, reads);
+    bool readsT = false;
+    for (const Access *a : reads)
+      if (a->tensor == t) {
+        if (!a->plain() || a->indices != ei) return false;
+        readsT = true;
+      }
+    if (!readsT) return false;
+    std::vector<const Access *> rReads;
+    collectAccesses(r.stmt.rhs, rReads);
+    for (const Access *a : rReads)
+      if (a->tensor == e.stmt.lhs.tensor) return false;
+    for (size_t j = 0; j < p_.statements.size(); ++j) {
+      if (j == k || j == k + 1) continue;
+      std::vector<const Access *> all{&p_.statements[j].stmt.lhs};
+      collectAccesses(p_.statements[j].stmt.rhs, all);
+      for (const Access *a : all)
+        if (a->tensor == t) return false;
+    }
+    return true;
+  }
+
+  /// A copy of `e` with its indices renamed (`names`: from -> to) and each access of `tensor`
+  /// replaced by `with`.
+  static ExprPtr rewrite(const ExprPtr &e, const std::map<std::string, std::string> &names, const std::string &tensor,
+                         const ExprPtr &with) {
+    if (!e) return e;
+    if (e->kind == Expr::Kind::Access && e->access.tensor == tensor) return with;
+    auto c = std::make_shared<Expr>(*e);
+    if (c->kind == Expr::Kind::Access) {
+      for (auto &sub : c->access.subscripts)
+        for (auto &[name, coef] : sub.terms)
+          if (auto it = names.find(name); it != names.end()) name = it->second;
+      c->access.indices.clear();
+      for (const auto &sub : c->access.subscripts) c->access.indices.push_back(sub.str());
+    }
+    for (auto &a : c->args) a = rewrite(a, names, tensor, with);
+    return c;
+  }
+
+  void add(Scop &s, const ProgramStatement &ps, const std::string &name, const ProgramStatement *epilogue = nullptr) {
     for (const auto &ix : ps.iterators)
       if (islKeyword(ix)) fail(ps.loc, "index '" + ix + "' has a name isl reserves; rename it");
     const Access &lhs = ps.stmt.lhs;
@@ -177,9 +249,33 @@ private:
     s.statements.push_back(upd);
 
     ScopStatement store = statement(name + "_store", StmtKind::Assign, ps, par);
-    store.write = access(name + "_store" + parTup, lhs);
-    store.reads.push_back(access(name + "_store" + parTup, accAccess));
-    store.body = std::string(dtypeName(out.type)) + "(" + accText + ")";
+    if (!epilogue) {
+      store.write = access(name + "_store" + parTup, lhs);
+      store.reads.push_back(access(name + "_store" + parTup, accAccess));
+      store.body = std::string(dtypeName(out.type)) + "(" + accText + ")";
+      s.statements.push_back(store);
+      return;
+    }
+    // The epilogue's expression over the store's indices, the output's value (the accumulator
+    // cast to the output's type) in place of its reads.
+    std::map<std::string, std::string> names;
+    for (size_t d = 0; d < par.size(); ++d) names[epilogue->stmt.lhs.indices[d]] = par[d];
+    auto cast = std::make_shared<Expr>();
+    cast->kind = Expr::Kind::Call;
+    cast->text = dtypeName(out.type);
+    auto accExpr = std::make_shared<Expr>();
+    accExpr->kind = Expr::Kind::Access;
+    accExpr->access = accAccess;
+    cast->args.push_back(accExpr);
+    ExprPtr body = rewrite(epilogue->stmt.rhs, names, lhs.tensor, cast);
+    Access target = epilogue->stmt.lhs;
+    target.setPlain(par);
+    store.write = access(name + "_store" + parTup, target);
+    std::vector<const Access *> storeReads;
+    collectAccesses(body, storeReads);
+    for (const Access *a : storeReads) store.reads.push_back(access(name + "_store" + parTup, *a));
+    store.body = printExpr(body);
+    store.epilogue = epilogue->text;
     s.statements.push_back(store);
   }
 

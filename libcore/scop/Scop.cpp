@@ -114,6 +114,7 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
     else if (k == "init") st.kind = StmtKind::Init;
     else fail(doc.valueLoc(n["kind"]), "unknown statement kind '" + k + "'");
     if (n["source"]) st.source = doc.str(n["source"]), st.at.source = doc.valueLoc(n["source"]);
+    if (n["epilogue"]) st.epilogue = doc.str(n["epilogue"]), st.at.epilogue = doc.valueLoc(n["epilogue"]);
     // An affine update (the reduction's accumulation as an assignment) names its op too.
     if (st.kind != StmtKind::Assign || n["op"]) {
       YAML::Node op = doc.field(n, "op");
@@ -245,6 +246,10 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
     if (!st.source.empty()) {
       out << YAML::Key << "source" << YAML::Value;
       emitQuoted(out, st.source);
+    }
+    if (!st.epilogue.empty()) {
+      out << YAML::Key << "epilogue" << YAML::Value;
+      emitQuoted(out, st.epilogue);
     }
     if (st.op) out << YAML::Key << "op" << YAML::Value << reduceOpName(*st.op);
     if (st.kind == StmtKind::Init) out << YAML::Key << "initialises" << YAML::Value << st.reduction;

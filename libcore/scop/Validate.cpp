@@ -257,6 +257,23 @@ private:
         if (t->shape[d].value != out->shape[d].value) return false;
       return true;
     };
+    if (!st.epilogue.empty()) {
+      // A fused consumer: an elementwise assignment, which writes what the statement writes.
+      ProgramStatement ep;
+      ep.text = st.epilogue;
+      ep.loc = st.at.epilogue;
+      try {
+        ep.stmt = parseStatement(st.epilogue);
+      } catch (const ParseError &e) {
+        fail(st.at.epilogue.shifted(e.offset), e.message);
+      }
+      analyseStatement(ep, p);
+      if (ep.stmt.assignOp != "=" || !affine)
+        fail(st.at.epilogue, "an epilogue is an elementwise assignment ('=') fused into an affine statement");
+      if (ep.stmt.lhs.tensor != written)
+        fail(st.at.epilogue, "the epilogue writes " + quoted(ep.stmt.lhs.tensor) + " but the statement writes " + quoted(written));
+      return;
+    }
     if (ps.stmt.lhs.tensor != written && !isRelayoutOf(written, ps.stmt.lhs.tensor) && !accumulator())
       fail(st.at.source, "the source writes " + quoted(ps.stmt.lhs.tensor) + " but the statement writes " + quoted(written));
   }

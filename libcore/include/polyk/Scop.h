@@ -25,6 +25,9 @@ struct ScopStatement {
   std::string name;      // domain tuple name: S0, S1, S1_init
   StmtKind kind = StmtKind::Assign;
   std::string source;    // the program statement it comes from
+  /// An elementwise program statement fused into this one (the affine path's reduction store:
+  /// a conv's bias and ReLU); it writes what the statement writes. Empty: none.
+  std::string epilogue;
   std::optional<ReduceOp> op;
   std::string reduction; // Init: the reduction statement it initialises
   Form form = Form::Elementwise;
@@ -39,7 +42,7 @@ struct ScopStatement {
   SourceLoc loc;         // in the file it was read from (not written)
   /// Where each field's value was read (empty when built in memory), for the validator's errors.
   struct Locs {
-    SourceLoc name, source, initialises, dims, iterators, domain, recovery, write, body;
+    SourceLoc name, source, epilogue, initialises, dims, iterators, domain, recovery, write, body;
     std::vector<SourceLoc> reads;
   } at;
 };
