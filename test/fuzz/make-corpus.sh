@@ -11,7 +11,7 @@ corpus=test/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$corpus"
-mkdir -p "$corpus"/{program,scop,schedule,bound,kernel,space}
+mkdir -p "$corpus"/{program,scop,schedule,bound,kernel,space,partition}
 for program in examples/*.yaml examples/*/*.yaml; do
   name=$(echo "${program#examples/}" | tr / _)
   cp "$program" "$corpus/program/$name"
@@ -19,6 +19,11 @@ for program in examples/*.yaml examples/*/*.yaml; do
   "$bin/polyk-schedule" "$corpus/scop/$name" -o "$corpus/schedule/$name"
   "$bin/polyk-bind" "$corpus/schedule/$name" -o "$corpus/bound/$name"
   "$bin/polyk-emit" "$corpus/bound/$name" -o "$tmp/out.cu" --kernel-info "$corpus/kernel/$name"
+done
+# polyk-partition's models of a stencil, a GEMM and a reduction that stays on one device.
+for program in examples/stencil/hotspot_iter.yaml examples/blas/gemm.yaml examples/sum_i32.yaml; do
+  name=$(basename "$program")
+  "$bin/polyk-flatten" "$program" | "$bin/polyk-schedule" | "$bin/polyk-bind" | "$bin/polyk-partition" -o "$corpus/partition/$name"
 done
 # polyk-tune's spaces of a few of them, and a hand-written one.
 for program in examples/blas/gemm.yaml examples/contraction/abc_bda_dc.yaml examples/panamera/sg4.yaml examples/softmax.yaml \

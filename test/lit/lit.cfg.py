@@ -9,7 +9,7 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.polyk_build_dir, "test", "lit")
 
-for tool in ["polyk-flatten", "polyk-schedule", "polyk-bind", "polyk-emit", "polyk-tune"]:
+for tool in ["polyk-flatten", "polyk-schedule", "polyk-bind", "polyk-emit", "polyk-tune", "polyk-partition"]:
     config.substitutions.append(("%" + tool, os.path.join(config.polyk_bin_dir, tool)))
 config.substitutions.append(("%bin", config.polyk_bin_dir))
 config.substitutions.append(("%examples", os.path.join(config.polyk_source_dir, "examples")))

@@ -15,6 +15,7 @@ Checks, one line each:
                            where a polyk tool reads that kind, the tool must reject too)
   space/EXAMPLE            polyk-tune space's output for each example matches space/1
   tuning/run               polyk-tune run's best.yaml (CPU runner, 2 trials) matches tuning/1
+  partition/EXAMPLE        polyk-partition's output for each example's bound file matches partition/1
 The last line is `N passed, M failed`; the exit status is 1 when anything failed.
 
 Needs Debian's python3-yaml and python3-jsonschema (4.10 in Debian 12): it uses
@@ -39,7 +40,7 @@ import yaml
 KINDS = ["program", "scop", "schedule", "bound", "kernel"]
 # Kinds beside the pipeline: space/1 (polyk-tune space writes it from a program; polyk-tune
 # generate reads it), tuning/1 (polyk-tune run writes it; polyk-schedule --tuning reads it).
-SIDE_KINDS = ["space", "tuning"]
+SIDE_KINDS = ["space", "tuning", "partition"]
 # The polyk tool that reads each kind (kernel/1 has no reader among the stages).
 READER = {"program": "polyk-flatten", "scop": "polyk-schedule", "schedule": "polyk-bind", "bound": "polyk-emit"}
 TIMEOUT = 120
@@ -426,6 +427,50 @@ def check_tuning(results, schemas, bin_dir, src, tmp):
             results.ok(label)
 
 
+def check_partitions(results, schemas, bin_dir, src, programs, tmp):
+    """partition/1: the example (valid, read back by polyk-partition --check), polyk-partition's
+    output for every example's bound file (left by check_pipeline), and broken files the schema
+    and polyk-partition --check both reject."""
+    path = src / "schemas" / "examples" / "partition.example.yaml"
+    if check_file(results, schemas, "example/partition", "partition", path):
+        rc, err = run_tool(bin_dir, "polyk-partition", ["--check", str(path), "-o", os.path.join(tmp, "check.partition.yaml")])
+        if rc == 0:
+            results.ok("example/partition/reader")
+        else:
+            results.fail("example/partition/reader", f"polyk-partition --check exited {rc}: {err}")
+    for program in programs:
+        label = str(program.relative_to(src / "examples").with_suffix(""))
+        bound = os.path.join(tmp, label.replace("/", "_") + ".bound.yaml")
+        if not os.path.exists(bound):
+            continue  # (its pipeline failed, reported there)
+        out = os.path.join(tmp, label.replace("/", "_") + ".partition.yaml")
+        rc, err = run_tool(bin_dir, "polyk-partition", [bound, "-o", out])
+        if rc != 0:
+            results.fail(f"partition/{label}", f"polyk-partition exited {rc}: {err}")
+            continue
+        check_file(results, schemas, f"partition/{label}", "partition", out)
+    example = load_yaml(path.read_text())
+    broken = {
+        "partition-wrong-header": lambda d: d.update(polyk="partition/2"),
+        "partition-missing-kernels": lambda d: d.pop("kernels"),
+        "partition-bad-kind": lambda d: d["kernels"][0]["accesses"][0].update(kind="update"),
+    }
+    for name, edit in broken.items():
+        doc = copy.deepcopy(example)
+        edit(doc)
+        label = f"reject/{name}"
+        if not schemas.errors("partition", doc):
+            results.fail(label, "the partition schema accepts it")
+            continue
+        f = os.path.join(tmp, name + ".yaml")
+        pathlib.Path(f).write_text(yaml.safe_dump(doc, sort_keys=False))
+        rc, _ = run_tool(bin_dir, "polyk-partition", ["--check", f, "-o", os.path.join(tmp, name + ".out.yaml")])
+        if rc != 1:
+            results.fail(label, f"polyk-partition --check exited {rc}, not 1")
+        else:
+            results.ok(label)
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -468,6 +513,7 @@ def main(argv):
 
         check_spaces(results, schemas, bin_dir, src, programs, tmp)
         check_tuning(results, schemas, bin_dir, src, tmp)
+        check_partitions(results, schemas, bin_dir, src, programs, tmp)
 
     print(f"{results.passed} passed, {results.failed} failed")
     return 1 if results.failed else 0
