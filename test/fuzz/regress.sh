@@ -12,7 +12,7 @@ for dir in "$@"; do
   for f in "$dir"/*; do
     [ -f "$f" ] || continue
     count=$((count + 1))
-    "$fuzzer" -timeout=10 -rss_limit_mb=4096 "$f" > "${TMPDIR:-/tmp}/polyk-regress.$$" 2>&1 || {
+    "$fuzzer" -timeout=25 -rss_limit_mb=4096 "$f" > "${TMPDIR:-/tmp}/polyk-regress.$$" 2>&1 || {
       cat "${TMPDIR:-/tmp}/polyk-regress.$$"
       failed+=("$f")
     }
