@@ -500,9 +500,10 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
     // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
     // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
-    // Since the prefetch and the runs of 4 points (vector[4]), tiles of 64 points a thread run
-    // faster with the registers they take, one block an SM: GEMM 4096^3 4017 -> 3614 us, ab-bc
-    // 524 -> 457 (bench/results/2026-11-25-h100-vector-runs.txt).
+    // Since the prefetch, tiles of 64 points a thread run faster with the registers they take, one
+    // block an SM: GEMM 4096^3 cyclic 4247 -> 3948 us, blocked 4168 -> 4008
+    // (bench/results/2026-11-25-h100-gemm-variants.txt), runs of 4 (vector[4]) 4017 -> 3614, ab-bc
+    // 524 -> 457 (...-vector-runs.txt).
     long long tilePoints = 1;
     for (long long p : regs.points) tilePoints *= p;
     std::string minBlocks = regs.any() && !staging.tiles.empty() ? (tilePoints >= 64 ? ", 1" : ", 2") : "";

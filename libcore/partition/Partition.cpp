@@ -142,20 +142,21 @@ Partition partition(const Scop &bound) {
       long long halo = 0;
       for (const auto &t : order) {
         if (!reads.count(t)) continue;
-        isl::set r = isl::manage(isl_set_from_union_set(reads[t].intersect_domain(isl::union_set(slab)).range().release()));
+        // (Union sets throughout: one that is empty has no set to take out of it.)
+        isl::union_set r = reads[t].intersect_domain(isl::union_set(slab)).range();
         isl::union_set own = isl::union_set::empty(ctx);
         if (writes.count(t)) own = own.unite(writes[t].intersect_domain(isl::union_set(slab)).range());
         if (auto f = feeds.find(t); f != feeds.end() && writes.count(f->second)) {
-          isl::set fed = isl::manage(isl_set_from_union_set(writes[f->second].intersect_domain(isl::union_set(slab)).range().release()));
-          own = own.unite(isl::union_set(isl::manage(isl_set_set_tuple_name(fed.release(), t.c_str()))));
+          isl::set_list fed = writes[f->second].intersect_domain(isl::union_set(slab)).range().get_set_list();
+          for (int i = 0; i < (int)fed.size(); ++i)
+            own = own.unite(isl::union_set(isl::manage(isl_set_set_tuple_name(fed.at(i).release(), t.c_str()))));
         }
-        isl::set h = isl::manage(isl_set_from_union_set(isl::union_set(r).subtract(own).release()));
-        long long c = h.is_null() ? 0 : countElements(h, params);
-        if (c < 0) {
-          halo = -1;
-          break;
+        isl::set_list h = r.subtract(own).get_set_list();
+        for (int i = 0; i < (int)h.size() && halo >= 0; ++i) {
+          long long c = countElements(h.at(i), params);
+          halo = c < 0 ? -1 : halo + c;
         }
-        halo += c;
+        if (halo < 0) break;
       }
       kp.halo.push_back(halo);
       if (halo >= 0 && (best < 0 || halo < best)) best = halo, kp.split = (int)m;

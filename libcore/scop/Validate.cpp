@@ -230,15 +230,19 @@ private:
     p.name = s_.name;
     p.params = s_.params;
     p.tensors = s_.tensors;
-    ProgramStatement ps;
-    ps.text = st.source;
-    ps.loc = st.at.source;
-    try {
-      ps.stmt = parseStatement(st.source);
-    } catch (const ParseError &e) {
-      fail(st.at.source.shifted(e.offset), e.message);
-    }
-    analyseStatement(ps, p);
+    auto parsed = [&](const std::string &text, const SourceLoc &at) {
+      ProgramStatement ps;
+      ps.text = text;
+      ps.loc = at;
+      try {
+        ps.stmt = parseStatement(text);
+      } catch (const ParseError &e) {
+        fail(at.shifted(e.offset), e.message);
+      }
+      analyseStatement(ps, p);
+      return ps;
+    };
+    ProgramStatement ps = parsed(st.source, st.at.source);
     if (st.kind != StmtKind::Assign && ps.stmt.reduceOp() != st.op)
       fail(st.at.source, "the source's reduction is not the statement's 'op'");
     // The affine path's reductions are assignments (update, store) whose source is the reduction;
@@ -259,15 +263,7 @@ private:
     };
     if (!st.epilogue.empty()) {
       // A fused consumer: an elementwise assignment, which writes what the statement writes.
-      ProgramStatement ep;
-      ep.text = st.epilogue;
-      ep.loc = st.at.epilogue;
-      try {
-        ep.stmt = parseStatement(st.epilogue);
-      } catch (const ParseError &e) {
-        fail(st.at.epilogue.shifted(e.offset), e.message);
-      }
-      analyseStatement(ep, p);
+      ProgramStatement ep = parsed(st.epilogue, st.at.epilogue);
       if (ep.stmt.assignOp != "=" || !affine)
         fail(st.at.epilogue, "an epilogue is an elementwise assignment ('=') fused into an affine statement");
       if (ep.stmt.lhs.tensor != written)

@@ -3,6 +3,8 @@
 
 #include "polyk/Tool.h"
 
+#include <cstdio>
+
 namespace polyk {
 
 SourceLoc YamlDoc::loc(const YAML::Node &n) const {
@@ -107,6 +109,21 @@ void emitLiteral(YAML::Emitter &out, const std::string &s) {
 std::string finish(YAML::Emitter &out) {
   if (!out.good()) throw std::runtime_error("internal error writing YAML: " + out.GetLastError());
   return std::string(out.c_str()) + "\n";
+}
+
+std::string jsonQuoted(const std::string &s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += (char)c;
+    else if (c == '\n') o += "\\n";
+    else if (c == '\t') o += "\\t";
+    else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else o += (char)c;
+  }
+  return o + "\"";
 }
 
 } // namespace polyk

@@ -119,6 +119,24 @@ void addToBox(KernelShape::Box &box, const isl::map &a, const std::vector<int> &
 
 } // namespace
 
+isl::schedule_node kernelBand(const isl::schedule &tree, int k, size_t members) {
+  isl::schedule_node band = findMark(tree, "kernel_" + std::to_string(k));
+  if (band.is_null() || members == 0) return {};
+  band = band.child(0);
+  while (band.isa<isl::schedule_node_mark>()) band = band.child(0);
+  return band.isa<isl::schedule_node_band>() ? band : isl::schedule_node();
+}
+
+std::vector<long long> bandExtents(const isl::schedule_node &band, const std::vector<long long> &tile, const isl::set &params) {
+  isl::union_set dom = nodeDomain(band).intersect_params(params);
+  isl::multi_union_pw_aff mupa = band.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::set tiles = isl::manage(isl_set_from_union_set(isl::union_map::from(mupa).intersect_domain(dom).range().release()));
+  std::vector<long long> extent;
+  for (size_t m = 0; m < tile.size(); ++m)
+    extent.push_back((tiles.dim_max_val((int)m).get_num_si() - tiles.dim_min_val((int)m).get_num_si() + 1) * tile[m]);
+  return extent;
+}
+
 std::vector<KernelShape> kernelShapes(const Scop &flat) {
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> used;
@@ -127,19 +145,14 @@ std::vector<KernelShape> kernelShapes(const Scop &flat) {
   isl::set params(ctx, paramDefaults(flat));
   std::vector<KernelShape> out;
   for (const auto &[k, sz] : used) {
-    isl::schedule_node band = findMark(tree, "kernel_" + std::to_string(k));
-    if (band.is_null()) continue;
-    band = band.child(0);
-    while (band.isa<isl::schedule_node_mark>()) band = band.child(0);
     size_t n = sz.tile.size();
-    if (!band.isa<isl::schedule_node_band>() || n == 0) continue;
+    isl::schedule_node band = kernelBand(tree, k, n);
+    if (band.is_null()) continue;
     KernelShape ks;
     ks.kernel = k;
     isl::union_set dom = nodeDomain(band).intersect_params(params);
     isl::multi_union_pw_aff mupa = band.as<isl::schedule_node_band>().get_partial_schedule();
-    isl::set tiles = isl::manage(isl_set_from_union_set(isl::union_map::from(mupa).intersect_domain(dom).range().release()));
-    for (size_t m = 0; m < n; ++m)
-      ks.extent.push_back((tiles.dim_max_val((int)m).get_num_si() - tiles.dim_min_val((int)m).get_num_si() + 1) * sz.tile[m]);
+    ks.extent = bandExtents(band, sz.tile, params);
     isl::set_list sets = dom.get_set_list();
     for (int i = 0; i < (int)sets.size(); ++i) {
       isl::set s = sets.at(i);

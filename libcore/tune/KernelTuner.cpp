@@ -17,19 +17,6 @@ namespace polyk {
 
 namespace {
 
-std::string json(const std::string &s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += (char)c;
-    else if (c == '\n') o += "\\n";
-    else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else o += (char)c;
-  }
-  return o + "\"";
-}
 
 std::string identifier(const std::string &name) {
   std::string o = name;
@@ -38,15 +25,31 @@ std::string identifier(const std::string &name) {
 }
 
 /// A polyk expression (C operators) in Python's syntax, names as identifiers: && and, || or,
-/// ! not, / // (integer division).
+/// / // (integer division), ! not. C's ! binds tighter than comparisons and Python's not looser,
+/// so `!x` becomes `(not x)`, x a name, a number or a parenthesised expression.
 std::string toPython(const std::string &e) {
   std::string o;
+  auto operandEnd = [&](size_t i) { // the end of the operand starting at or after i
+    while (i < e.size() && e[i] == ' ') ++i;
+    if (i < e.size() && e[i] == '(') {
+      for (int depth = 0; i < e.size(); ++i) {
+        depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+        if (depth == 0) return i + 1;
+      }
+      return e.size();
+    }
+    while (i < e.size() && (std::isalnum((unsigned char)e[i]) || e[i] == '_' || e[i] == '.')) ++i;
+    return i;
+  };
   for (size_t i = 0; i < e.size(); ++i) {
     char c = e[i];
     if (c == '&' && i + 1 < e.size() && e[i + 1] == '&') o += " and ", ++i;
     else if (c == '|' && i + 1 < e.size() && e[i + 1] == '|') o += " or ", ++i;
-    else if (c == '!' && !(i + 1 < e.size() && e[i + 1] == '=')) o += " not ";
-    else if (c == '/') o += "//";
+    else if (c == '!' && !(i + 1 < e.size() && e[i + 1] == '=')) {
+      size_t end = operandEnd(i + 1);
+      o += "(not " + toPython(e.substr(i + 1, end - i - 1)) + ")";
+      i = end - 1;
+    } else if (c == '/') o += "//";
     else if (c == '.') o += '_';
     else o += c;
   }
@@ -70,7 +73,14 @@ std::string fromPython(const std::string &e, const std::vector<std::string> &nam
       std::string word = e.substr(i, j - i);
       if (word == "and") o += " && ";
       else if (word == "or") o += " || ";
-      else if (word == "not") o += " !";
+      else if (word == "not") {
+        // Python's not binds looser than comparisons, C's ! tighter: only `not (...)` says the same.
+        size_t k = j;
+        while (k < e.size() && e[k] == ' ') ++k;
+        if (k >= e.size() || e[k] != '(')
+          fail(at.shifted((int)i), "write 'not (...)': polyk's ! binds tighter than Python's not");
+        o += " !";
+      }
       else if (word == "True") o += "1";
       else if (word == "False") o += "0";
       else {
@@ -82,6 +92,8 @@ std::string fromPython(const std::string &e, const std::vector<std::string> &nam
     } else if (c == '/' && i + 1 < e.size() && e[i + 1] == '/') {
       o += "/";
       i += 2;
+    } else if (c == '/') {
+      fail(at.shifted((int)i), "'/' is Python's true division; polyk's parameters are integers: write '//'");
     } else if (c == '*' && i + 1 < e.size() && e[i + 1] == '*') {
       fail(at.shifted((int)i), "'**' (a power) is not among polyk's operators (+ - * / % comparisons and or not)");
     } else {
@@ -129,7 +141,7 @@ std::string writeT1(const Space &s, const std::string &programFile) {
       // A parameter polyk derives from others: in T1, a condition on a parameter of its values.
       continue;
     }
-    o << (first ? "" : ",\n") << "      {\"Name\": " << json(identifier(p.name)) << ", \"Type\": \"int\", \"Values\": " << json(list(p.values))
+    o << (first ? "" : ",\n") << "      {\"Name\": " << jsonQuoted(identifier(p.name)) << ", \"Type\": \"int\", \"Values\": " << jsonQuoted(list(p.values))
       << ", \"Default\": " << p.fallback << "}";
     first = false;
   }
@@ -141,14 +153,14 @@ std::string writeT1(const Space &s, const std::string &programFile) {
       if (!p->expr.empty()) c = substitute(c, p->name, "(" + p->expr + ")");
     std::vector<std::string> used;
     for (const auto &p : s.params)
-      if (p.expr.empty() && substitute(c, p.name, "\x01") != c) used.push_back(json(identifier(p.name)));
+      if (p.expr.empty() && substitute(c, p.name, "\x01") != c) used.push_back(jsonQuoted(identifier(p.name)));
     std::string params;
     for (size_t i = 0; i < used.size(); ++i) params += (i ? ", " : "") + used[i];
-    o << (first ? "" : ",\n") << "      {\"Parameters\": [" << params << "], \"Expression\": " << json(toPython(c)) << "}";
+    o << (first ? "" : ",\n") << "      {\"Parameters\": [" << params << "], \"Expression\": " << jsonQuoted(toPython(c)) << "}";
     first = false;
   }
   o << "\n    ]\n  },\n";
-  o << "  \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": " << json(s.name) << ", \"KernelFile\": " << json(programFile)
+  o << "  \"KernelSpecification\": {\"Language\": \"CUDA\", \"KernelName\": " << jsonQuoted(s.name) << ", \"KernelFile\": " << jsonQuoted(programFile)
     << ", \"CompilerOptions\": [\"-arch=sm_90\"], \"GlobalSize\": {\"X\": \"polyk-bind's grid\"}, \"LocalSize\": {\"X\": \"polyk-bind's block\"}}\n}\n";
   return o.str();
 }
@@ -203,8 +215,8 @@ T1Problem readT1(const std::string &text, const std::string &file, const Space &
       it->fallback = values.front(); // (polyk's default is not among them: the first one)
     }
   }
-  t.space.constraints.clear();
-  t.space.constraintsAt.clear();
+  // polyk's own constraints stay (bind's invariants and the capacity limits); the problem's
+  // conditions add to them (those it repeats, as polyk's T1 files do, count once).
   if (YAML::Node conds = cs["Conditions"]) {
     if (!conds.IsSequence()) fail(doc.loc(conds), "Conditions must be a list");
     for (const auto &c : conds) {
@@ -213,6 +225,17 @@ T1Problem readT1(const std::string &text, const std::string &file, const Space &
       SourceLoc at = doc.valueLoc(e);
       std::string expr = fromPython(doc.str(e), names, at);
       TuneExpr(expr, names, at); // checks it
+      auto squeeze = [](std::string x) {
+        x.erase(std::remove(x.begin(), x.end(), ' '), x.end());
+        return x;
+      };
+      bool known = false;
+      for (std::string c : derived.constraints) {
+        for (auto q = derived.params.rbegin(); q != derived.params.rend(); ++q) // (as writeT1 spells them)
+          if (!q->expr.empty()) c = substitute(c, q->name, "(" + q->expr + ")");
+        known = known || squeeze(c) == squeeze(expr);
+      }
+      if (known) continue;
       t.space.constraints.push_back(expr);
       t.space.constraintsAt.push_back(at);
     }
@@ -264,7 +287,7 @@ std::string writeT4(const Space &s, const std::vector<Trial> &trials) {
     }
     model.complete(v);
     std::string config;
-    for (size_t i = 0; i < v.size(); ++i) config += (i ? ", " : "") + json(identifier(s.params[i].name)) + ": " + std::to_string(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) config += (i ? ", " : "") + jsonQuoted(identifier(s.params[i].name)) + ": " + std::to_string(v[i]);
     const char *invalidity = "correct";
     switch (t.status) {
     case TrialStatus::Ok: invalidity = "correct"; break;
@@ -283,7 +306,7 @@ std::string writeT4(const Space &s, const std::vector<Trial> &trials) {
       << "\", \"correctness\": " << (t.status == TrialStatus::Ok ? 1 : 0) << ", \"measurements\": ["
       << (timed ? std::string("{\"name\": \"time\", \"value\": ") + us + ", \"unit\": \"us\"}" : "") << "]"
       << ", \"polyk\": {\"trial\": " << t.index << ", \"status\": \"" << statusName(t.status) << "\", \"elapsed_s\": " << t.elapsedS
-      << (t.detail.empty() ? "" : ", \"detail\": " + json(t.detail)) << "}}";
+      << (t.detail.empty() ? "" : ", \"detail\": " + jsonQuoted(t.detail)) << "}}";
     first = false;
   }
   o << "\n  ]\n}\n";

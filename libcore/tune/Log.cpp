@@ -28,20 +28,6 @@ const char *statusName(TrialStatus s) {
 
 namespace {
 
-std::string json(const std::string &s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += (char)c;
-    else if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else o += (char)c;
-  }
-  return o + "\"";
-}
 
 std::string number(double v) {
   char b[32];
@@ -136,7 +122,7 @@ TuneLog::TuneLog(const std::string &path, const TuneLogHeader &h) : path_(path) 
                                                            {"device", h.device},   {"arch", h.arch}};
   if (text.empty()) {
     std::string line = "{\"polyk\": \"tunelog/1\"";
-    for (const auto &[k, v] : mine) line += ", " + json(k) + ": " + json(v);
+    for (const auto &[k, v] : mine) line += ", " + jsonQuoted(k) + ": " + jsonQuoted(v);
     write(line + "}\n");
     return;
   }
@@ -156,9 +142,9 @@ void TuneLog::write(const std::string &line) {
 }
 
 void TuneLog::append(const Trial &t) {
-  std::string line = "{\"trial\": " + std::to_string(t.index) + ", \"config\": " + json(t.key) + ", \"status\": " +
-                     json(statusName(t.status)) + ", \"us\": " + number(t.us) + ", \"elapsed_s\": " + number(t.elapsedS);
-  if (!t.detail.empty()) line += ", \"detail\": " + json(t.detail);
+  std::string line = "{\"trial\": " + std::to_string(t.index) + ", \"config\": " + jsonQuoted(t.key) + ", \"status\": " +
+                     jsonQuoted(statusName(t.status)) + ", \"us\": " + number(t.us) + ", \"elapsed_s\": " + number(t.elapsedS);
+  if (!t.detail.empty()) line += ", \"detail\": " + jsonQuoted(t.detail);
   write(line + "}\n");
   keys_.insert(t.key);
   trials_.push_back(t);
@@ -166,7 +152,7 @@ void TuneLog::append(const Trial &t) {
 
 void TuneLog::note(const std::map<std::string, std::string> &fields) {
   std::string line = "{\"event\": \"start\"";
-  for (const auto &[k, v] : fields) line += ", " + json(k) + ": " + json(v);
+  for (const auto &[k, v] : fields) line += ", " + jsonQuoted(k) + ": " + jsonQuoted(v);
   write(line + "}\n");
 }
 

@@ -4,6 +4,7 @@
 #include "polyk/TuneModel.h"
 
 #include "polyk/Diagnostics.h"
+#include "polyk/YamlIO.h"
 
 #include <xgboost/c_api.h>
 #include <yaml-cpp/yaml.h>
@@ -33,15 +34,6 @@ DMatrixHandle matrix(const std::vector<std::vector<double>> &x) {
   return m;
 }
 
-std::string jsonString(const std::string &s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if ((unsigned char)c < 0x20) continue;
-    o += c;
-  }
-  return o + "\"";
-}
 
 } // namespace
 
@@ -51,9 +43,16 @@ CostModel::~CostModel() {
   if (booster_) XGBoosterFree(booster_);
 }
 
+/// Frees a matrix when it goes out of scope, an exception included.
+struct MatrixOwner {
+  DMatrixHandle m;
+  ~MatrixOwner() { XGDMatrixFree(m); }
+};
+
 void CostModel::train(const std::vector<std::vector<double>> &x, const std::vector<double> &us, int rounds, unsigned seed) {
   if (x.empty()) throw std::logic_error("no rows to train on");
   DMatrixHandle m = matrix(x);
+  MatrixOwner owner{m};
   std::vector<float> label;
   for (double t : us) label.push_back((float)std::log(std::max(t, 1e-3)));
   check(XGDMatrixSetFloatInfo(m, "label", label.data(), (bst_ulong)label.size()), "labels");
@@ -70,18 +69,17 @@ void CostModel::train(const std::vector<std::vector<double>> &x, const std::vect
                                                                         {"verbosity", "0"}})
     check(XGBoosterSetParam(booster_, k, v.c_str()), std::string("parameter ") + k);
   for (int i = 0; i < rounds; ++i) check(XGBoosterUpdateOneIter(booster_, i, m), "training");
-  XGDMatrixFree(m);
 }
 
 std::vector<double> CostModel::predict(const std::vector<std::vector<double>> &x) const {
   if (x.empty()) return {};
   DMatrixHandle m = matrix(x);
+  MatrixOwner owner{m};
   bst_ulong len = 0;
   const float *out = nullptr;
   check(XGBoosterPredict(booster_, m, 0, 0, 0, &len, &out), "prediction");
   std::vector<double> us;
   for (bst_ulong i = 0; i < len; ++i) us.push_back(std::exp((double)out[i]));
-  XGDMatrixFree(m);
   return us;
 }
 
@@ -89,8 +87,8 @@ std::string CostModel::text(const std::string &device) const {
   bst_ulong len = 0;
   const char *buf = nullptr;
   check(XGBoosterSaveModelToBuffer(booster_, "{\"format\": \"json\"}", &len, &buf), "saving");
-  std::string head = "{\"polyk\": \"model/1\", \"device\": " + jsonString(device) + ", \"features\": [";
-  for (size_t i = 0; i < featureNames().size(); ++i) head += (i ? ", " : "") + jsonString(featureNames()[i]);
+  std::string head = "{\"polyk\": \"model/1\", \"device\": " + jsonQuoted(device) + ", \"features\": [";
+  for (size_t i = 0; i < featureNames().size(); ++i) head += (i ? ", " : "") + jsonQuoted(featureNames()[i]);
   head += "]}\n";
   return head + std::string(buf, len) + "\n";
 }

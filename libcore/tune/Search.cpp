@@ -183,8 +183,11 @@ private:
 } // namespace
 
 static std::vector<std::vector<long long>> rankByModel(const Space &space, long long count, const SearchOptions &search,
-                                                const RunnerOptions &runner) {
-  std::unique_ptr<CostModel> cost = CostModel::load(search.model);
+                                                const RunnerOptions &runner, const std::function<void(const std::string &)> &progress) {
+  std::string device;
+  std::unique_ptr<CostModel> cost = CostModel::load(search.model, &device);
+  if (device != runnerDevice(runner).first)
+    progress("model: note: trained on '" + device + "', ranking for '" + runnerDevice(runner).first + "'");
   std::vector<KernelShape> shapes = kernelShapes(flatten(readProgram(runner.programText, runner.programFile)));
   bool all = count <= search.candidates;
   std::vector<std::vector<long long>> configs = generateSpace(space, all ? count : search.candidates, !all, search.seed).first;
@@ -230,7 +233,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   if (!log.trials().empty()) progress("resuming: " + std::to_string(log.trials().size()) + " trials in the log");
   Proposer proposer(model, search, g.count);
   if (search.strategy == "model") {
-    std::vector<std::vector<long long>> ranked = rankByModel(space, g.count, search, runner);
+    std::vector<std::vector<long long>> ranked = rankByModel(space, g.count, search, runner, progress);
     progress("model: " + std::to_string(ranked.size()) + " configurations ranked");
     proposer.rank(std::move(ranked));
   }

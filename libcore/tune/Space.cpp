@@ -223,28 +223,26 @@ Space deriveSpace(const Scop &flat) {
   };
   int windows = 0, others = 0; // affine kernels with reduced tiles: window reductions or not
   for (const auto &[k, sz] : used) {
-    isl::schedule_node band = findMark(tree, "kernel_" + std::to_string(k));
-    if (band.is_null()) continue;
-    band = band.child(0);
-    while (band.isa<isl::schedule_node_mark>()) band = band.child(0);
     size_t n = sz.tile.size();
-    if (!band.isa<isl::schedule_node_band>() || n == 0) continue;
+    isl::schedule_node band = kernelBand(tree, k, n);
+    if (band.is_null()) continue;
     std::string K = "k" + std::to_string(k) + ".";
     // Each member's extent: its tiles' range at the params' values, times the tile.
-    isl::union_set dom = nodeDomain(band).intersect_params(params);
-    isl::set tiles = isl::manage(isl_set_from_union_set(
-        isl::union_map::from(band.as<isl::schedule_node_band>().get_partial_schedule()).intersect_domain(dom).range().release()));
-    std::vector<long long> extent(n);
-    for (size_t m = 0; m < n; ++m)
-      extent[m] = (tiles.dim_max_val((int)m).get_num_si() - tiles.dim_min_val((int)m).get_num_si() + 1) * sz.tile[m];
+    std::vector<long long> extent = bandExtents(band, sz.tile, params);
+    int kernel = k; // (a structured binding: not captured before C++20 in clang 14)
+    auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const KernelShape &s) { return s.kernel == kernel; });
     std::vector<std::string> blocks, points;
     if (affine) {
       for (size_t m = 0; m < n; ++m) {
         param(K + "tile." + std::to_string(m), powers(std::min<long long>(4096, pow2Ceil(extent[m])), sz.tile[m]), sz.tile[m]);
         param(K + "block." + std::to_string(m), powers(std::min<long long>(1024, pow2Ceil(extent[m])), sz.block[m]), sz.block[m]);
       }
-      for (size_t r = 0; r < sz.reduce.size(); ++r)
-        param(K + "reduce." + std::to_string(r), powers(256, sz.reduce[r]), sz.reduce[r]);
+      // Reduced tiles up to 256 iterations, and no longer than the reduced dim (a longer tile stages
+      // no more than the dim, but the shared-memory constraint below would count it).
+      for (size_t r = 0; r < sz.reduce.size(); ++r) {
+        long long dim = shape != shapes.end() && r < shape->reducedExtent.size() ? shape->reducedExtent[r] : 256;
+        param(K + "reduce." + std::to_string(r), powers(std::min<long long>(256, pow2Ceil(dim)), sz.reduce[r]), sz.reduce[r]);
+      }
       if (!sz.reduce.empty()) {
         bool window = false;
         for (const auto &name : statementsIn(sched, nodeDomain(band)))
@@ -268,8 +266,6 @@ Space deriveSpace(const Scop &flat) {
       // Shared memory (CNNOpt's eq. 3): a block's reduced tile of the operands polyk-bind stages
       // fits in the 48 KiB it stages into (the boxes of TuneModel.h: halos and strides included).
       if (!sz.reduce.empty()) {
-        int kernel = k; // (a structured binding: not captured before C++20 in clang 14)
-        auto shape = std::find_if(shapes.begin(), shapes.end(), [&](const KernelShape &s) { return s.kernel == kernel; });
         std::vector<std::string> names;
         for (size_t m = 0; m < n; ++m) names.push_back(K + "tile." + std::to_string(m));
         for (size_t q = 0; q < sz.reduce.size(); ++q) names.push_back(K + "reduce." + std::to_string(q));

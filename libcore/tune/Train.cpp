@@ -66,9 +66,12 @@ ModelReport judge(const ModelData &d, const std::vector<double> &predicted) {
   size_t n = d.us.size();
   r.trials = (long long)n;
   if (n == 0) return r;
+  // The model's order; configurations it predicts alike come slowest first (a tie is no credit).
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predicted[a] < predicted[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return predicted[a] != predicted[b] ? predicted[a] < predicted[b] : d.us[a] > d.us[b];
+  });
   r.best = *std::min_element(d.us.begin(), d.us.end());
   double seen = INFINITY;
   for (size_t k = 0; k < n; ++k) {
@@ -78,19 +81,26 @@ ModelReport judge(const ModelData &d, const std::vector<double> &predicted) {
     if (k + 1 == 10 || (k + 1 < 10 && k + 1 == n)) r.lop10 = 1 - r.best / seen;
     if (k + 1 == 30 || (k + 1 < 30 && k + 1 == n)) r.lop30 = 1 - r.best / seen;
   }
-  // Spearman's rank correlation of predicted and measured.
+  // Spearman's rank correlation of predicted and measured: Pearson's on the ranks, tied values
+  // taking their average rank.
   auto ranks = [&](const std::vector<double> &v) {
     std::vector<size_t> o(n);
     std::iota(o.begin(), o.end(), 0);
     std::stable_sort(o.begin(), o.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
     std::vector<double> rk(n);
-    for (size_t i = 0; i < n; ++i) rk[o[i]] = (double)i;
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && v[o[j]] == v[o[i]]) ++j;
+      for (size_t k = i; k < j; ++k) rk[o[k]] = (double)(i + j - 1) / 2;
+      i = j;
+    }
     return rk;
   };
   std::vector<double> a = ranks(predicted), b = ranks(d.us);
-  double s = 0;
-  for (size_t i = 0; i < n; ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  r.spearman = n > 1 ? 1 - 6 * s / ((double)n * ((double)n * n - 1)) : 1;
+  double ma = std::accumulate(a.begin(), a.end(), 0.0) / (double)n, mb = std::accumulate(b.begin(), b.end(), 0.0) / (double)n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) sab += (a[i] - ma) * (b[i] - mb), saa += (a[i] - ma) * (a[i] - ma), sbb += (b[i] - mb) * (b[i] - mb);
+  r.spearman = saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
   return r;
 }
 

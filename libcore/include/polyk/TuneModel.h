@@ -10,6 +10,7 @@
 // (halos ignored).
 #pragma once
 
+#include "polyk/Isl.h"
 #include "polyk/Scop.h"
 #include "polyk/Tune.h"
 
@@ -54,6 +55,12 @@ struct KernelShape {
 
 /// The kernels of a flattened program (scop/1) under its default schedule.
 std::vector<KernelShape> kernelShapes(const Scop &flat);
+
+/// The tiled band of kernel `k` of a scheduled tree (below its mark and any others), or null
+/// where the kernel has none (one thread) or `members` is 0.
+isl::schedule_node kernelBand(const isl::schedule &tree, int k, size_t members);
+/// Per member of a tiled band: the values its tiles take at `params`, times the tile size.
+std::vector<long long> bandExtents(const isl::schedule_node &band, const std::vector<long long> &tile, const isl::set &params);
 
 struct FeatureOptions {
   int sms = 132;            // the device's multiprocessors (H100 SXM: 132)

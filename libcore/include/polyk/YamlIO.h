@@ -45,4 +45,7 @@ void emitQuoted(YAML::Emitter &out, const std::string &s);
 void emitLiteral(YAML::Emitter &out, const std::string &s);
 std::string finish(YAML::Emitter &out);
 
+/// `s` as a JSON string literal (quotes and escapes): the tuning log's and Kernel Tuner's files.
+std::string jsonQuoted(const std::string &s);
+
 } // namespace polyk
