@@ -10,6 +10,7 @@
 #include "polyk/Isl.h"
 #include "polyk/Promotion.h"
 #include "polyk/Schedule.h"
+#include "polyk/Types.h"
 
 #include <sstream>
 
@@ -250,6 +251,21 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
     for (unsigned m = 0; m < n; ++m) {
       whole = whole && sz.tile[m] % sz.block[m] == 0;
       micro = micro || sz.tile[m] > sz.block[m];
+    }
+    // A register tile's accumulators must fit in a thread's 255 registers (f64 takes two each).
+    if (sequence && whole && micro && !kc.promoted.empty()) {
+      long long points = 1, words = 1;
+      std::string shape;
+      for (unsigned m = 0; m < n; ++m) {
+        points *= sz.tile[m] / sz.block[m];
+        shape += (m ? " x " : "") + std::to_string(sz.tile[m] / sz.block[m]);
+      }
+      for (const auto &t : kc.promoted)
+        if (const TensorDecl *d = in.tensor(t)) words = std::max<long long>(words, (dtypeBytes(d->type) + 3) / 4);
+      if (points * words > 255)
+        sizeError(kname + ": a register tile of " + shape + " = " + std::to_string(points) + " points a thread needs " +
+                  std::to_string(points * words) + " registers for its accumulators, more than the 255 a thread has; "
+                  "use smaller tiles or larger blocks");
     }
     // Staging: the tensors the update reads in one tile of its reduced loops, where several
     // threads read each element and the boxes fit.
