@@ -47,6 +47,11 @@ struct Partition {
 Partition partition(const Scop &bound);
 
 std::string writePartition(const Partition &p);
+
+/// C enumerators (Matz §6) for the split kernels of `p`: per array and kind, a function listing
+/// the contiguous runs (first and last linear offsets) that blocks polyk_lo..polyk_hi along the
+/// split member touch: `polyk_enum_KERNEL_TENSOR_KIND(params..., lo, hi, run, user)`.
+std::string emitEnumerators(const Partition &p, const Scop &bound);
 /// Reads partition/1; an InputError at file:line:col for another kind, a bad field or isl text.
 Partition readPartition(const std::string &text, const std::string &file);
 
