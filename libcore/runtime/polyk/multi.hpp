@@ -1,0 +1,475 @@
+// polyk/multi.hpp -- the host runtime of polyk's multi-GPU partitioning, after Matz et al.'s
+// segment tracker: every tensor is one virtual buffer with a full-size allocation per device, and
+// a tracker per buffer records, for each segment of element offsets, which devices (and whether
+// the host) hold its latest value. Generated code calls acquire with the runs a kernel partition
+// reads before launching it on a device and wrote with the runs it writes afterwards; the tracker
+// then copies exactly the segments the device lacks, from a device that has them (peer copies are
+// cheaper than the host's), and nothing else. The gamma / beta switches of Matz §9.2 (`track`,
+// `transfer`) turn the bookkeeping or the copies off to time them. Header-only C++17: generated
+// host code is compiled by g++ and by nvcc; the CUDA backend is in polyk/multi_cuda.cuh.
+#ifndef POLYK_MULTI_HPP
+#define POLYK_MULTI_HPP
+
+#include <boost/icl/interval_map.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace polyk::multi {
+
+using idx = long long;
+
+// Inclusive linear element offsets, as the generated enumerators list them.
+struct Run {
+  idx first, last;
+};
+
+struct Runs {
+  std::vector<Run> runs;
+
+  // The enumerators' C callback. Rows of a tile are often contiguous in memory: merging them
+  // here keeps the tracker's work and the number of copies per launch small.
+  static void add(idx first, idx last, void *self) {
+    auto &runs = static_cast<Runs *>(self)->runs;
+    if (!runs.empty() && first >= runs.back().first && first <= runs.back().last + 1) {
+      if (last > runs.back().last)
+        runs.back().last = last;
+      return;
+    }
+    runs.push_back({first, last});
+  }
+  void clear() { runs.clear(); }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int devices() const = 0;
+  virtual const char *name() const = 0;
+  virtual void *alloc(int dev, size_t bytes) = 0;
+  virtual void release(int dev, void *p) = 0;
+  // Ordered after both devices' earlier work; later work on src must not overwrite `from` before
+  // it is read.
+  virtual void copy(int dst, void *to, int src, const void *from, size_t bytes) = 0;
+  virtual void upload(int dst, void *to, const void *host, size_t bytes) = 0;
+  // Complete when it returns.
+  virtual void download(void *host, int src, const void *from, size_t bytes) = 0;
+  virtual void fill(int dev, void *p, unsigned char byte, size_t bytes) = 0;
+  // Before launching on dev (cudaSetDevice for real GPUs).
+  virtual void activate(int /*dev*/) {}
+  // dev's cudaStream_t for CUDA backends, for the launches.
+  virtual void *stream(int /*dev*/) { return nullptr; }
+  virtual void synchronize() = 0;
+};
+
+// Devices that are plain host memory: the unit tests' backend, where every copy is visible and
+// checkable, and a reference for the CUDA ones.
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(int devices) : count(devices) {
+    if (devices < 1)
+      throw std::invalid_argument("polyk::multi::CpuBackend: needs at least one device");
+  }
+  int devices() const override { return count; }
+  const char *name() const override { return "cpu"; }
+  void *alloc(int, size_t bytes) override {
+    void *p = std::malloc(bytes ? bytes : 1);
+    if (!p)
+      throw std::bad_alloc();
+    return p;
+  }
+  void release(int, void *p) override { std::free(p); }
+  void copy(int, void *to, int, const void *from, size_t bytes) override { std::memcpy(to, from, bytes); }
+  void upload(int, void *to, const void *host, size_t bytes) override { std::memcpy(to, host, bytes); }
+  void download(void *host, int, const void *from, size_t bytes) override { std::memcpy(host, from, bytes); }
+  void fill(int, void *p, unsigned char byte, size_t bytes) override { std::memset(p, byte, bytes); }
+  void synchronize() override {}
+
+ private:
+  int count;
+};
+
+// A bit per device that holds a segment's latest value; the host is bit 63.
+using Owners = std::uint64_t;
+constexpr Owners HOST = Owners(1) << 63;
+constexpr int maxDevices = 63;
+
+// Adding owners ORs them in (two devices that both hold a segment both own it); a segment nobody
+// owns is absent (partial_absorber drops the 0 mask).
+using Tracker = boost::icl::interval_map<idx, Owners, boost::icl::partial_absorber,
+    ICL_COMPARE_INSTANCE(ICL_COMPARE_DEFAULT, idx), ICL_COMBINE_INSTANCE(boost::icl::inplace_bit_add, Owners),
+    ICL_SECTION_INSTANCE(boost::icl::inplace_bit_and, Owners)>;
+using Interval = Tracker::interval_type;
+
+class Runtime;
+
+class Buffer {
+ public:
+  Buffer(Runtime &rt, std::string name, size_t elemSize, idx elements);
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+
+  const std::string &name() const { return label; }
+  size_t elemSize() const { return size; }
+  idx elements() const { return count; }
+  size_t bytes() const { return size * size_t(count); }
+
+  // dev's full-size allocation, made on first use; with rt.poison it starts as 0xFF bytes, so a
+  // kernel that reads what no acquire brought gets garbage, not a plausible zero.
+  template <class T> T *on(int dev) { return static_cast<T *>(storage(dev)); }
+  bool allocated(int dev) const;
+  size_t bytesAllocated() const;
+
+ private:
+  friend class Runtime;
+  void *storage(int dev);
+  unsigned char *at(int dev, idx element) { return static_cast<unsigned char *>(storage(dev)) + size * size_t(element); }
+
+  Runtime &rt;
+  std::string label;
+  size_t size;
+  idx count;
+  std::vector<void *> device;
+  const unsigned char *host = nullptr;  // the uploaded copy, read while the host owns a segment
+  Tracker tracker;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(Backend &b) : layer(b) {
+    if (b.devices() < 1 || b.devices() > maxDevices)
+      throw std::invalid_argument("polyk::multi::Runtime: " + std::to_string(b.devices()) +
+          " devices, the tracker's masks hold 1 to 63");
+  }
+  // Buffers keep a reference to their runtime, which checks they are its own.
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+  Backend &backend() { return layer; }
+  int devices() const { return layer.devices(); }
+
+  // false ("gamma"): upload / acquire / wrote / copyBuffer do nothing (arguments are still
+  // checked), download only synchronizes.
+  bool track = true;
+  // false ("beta"): the tracker is updated as usual, but no copies and no poison fills are issued
+  // (results are then wrong; for timing). download still gathers, so the host sees something.
+  bool transfer = true;
+  // Stale device copies and fresh allocations are filled with 0xFF bytes, so that a missed
+  // transfer shows up as a wrong result (NaN in floats) rather than as plausible old data.
+  bool poison = true;
+
+  // The host's copy at `host` becomes the latest of every element; acquire scatters it lazily.
+  // `host` must stay valid while the host owns any segment of b (it is read by later acquires).
+  void upload(Buffer &b, const void *host);
+  // Gathers every owned element into `host`, then synchronizes all devices. The tracker is left
+  // as it is. With track == false it only synchronizes.
+  void download(Buffer &b, void *host);
+  void acquire(int dev, Buffer &b, const Runs &r);
+  void acquireAll(int dev, Buffer &b);
+  void wrote(int dev, Buffer &b, const Runs &r);
+  void wroteAll(int dev, Buffer &b);
+  void copyBuffer(Buffer &dst, Buffer &src);
+  void synchronize() { layer.synchronize(); }
+
+  // What was actually issued: bytes by kind (peerBytes: device to device, copyBuffer's copies
+  // within a device included), copies: the number of backend calls that moved data,
+  // poisonedBytes: every fill (stale copies and fresh allocations).
+  struct Stats {
+    idx peerBytes = 0, h2dBytes = 0, d2hBytes = 0, copies = 0, poisonedBytes = 0;
+  } stats;
+  void resetStats() { stats = Stats(); }
+
+  // The tracker's segments, e.g. "[0,99]:{0} [100,199]:{1,host}".
+  std::string describe(const Buffer &b) const;
+
+ private:
+  friend class Buffer;
+  // One backend call for adjacent segments that come from the same source.
+  static constexpr int fromHost = -1, alreadyThere = -2;
+  struct Transfer {
+    int source;
+    idx first, last;
+  };
+  static void plan(std::vector<Transfer> &transfers, int source, idx first, idx last) {
+    if (!transfers.empty() && transfers.back().source == source && transfers.back().last + 1 == first)
+      transfers.back().last = last;
+    else
+      transfers.push_back({source, first, last});
+  }
+  // The tracker's segments inside iv, clipped to it. (icl's operator& would do, but GCC 12 warns
+  // falsely about the std::map swap inside it: -Wdangling-pointer.)
+  static Tracker within(const Tracker &tracker, const Interval &iv) {
+    Tracker section;
+    boost::icl::add_intersection(section, tracker, iv);
+    return section;
+  }
+  static int lowestDevice(Owners owners) {
+    for (int d = 0; d < maxDevices; ++d)
+      if (owners >> d & 1)
+        return d;
+    return fromHost;
+  }
+
+  void checkDevice(int dev, const char *what) const {
+    if (dev < 0 || dev >= devices())
+      throw std::out_of_range(std::string("polyk::multi::Runtime::") + what + ": device " + std::to_string(dev) +
+          " of " + std::to_string(devices()));
+  }
+  void checkBuffer(const Buffer &b, const char *what) const {
+    if (&b.rt != this)
+      throw std::invalid_argument(std::string("polyk::multi::Runtime::") + what + ": buffer " + b.name() +
+          " belongs to another runtime");
+  }
+  Interval checkedRun(const Buffer &b, const Run &run, const char *what) const {
+    if (run.first > run.last || run.first < 0 || run.last >= b.elements())
+      throw std::out_of_range(std::string("polyk::multi::Runtime::") + what + ": run [" + std::to_string(run.first) +
+          "," + std::to_string(run.last) + "] outside " + b.name() + "[0," + std::to_string(b.elements() - 1) + "]");
+    return Interval::closed(run.first, run.last);
+  }
+  Interval whole(const Buffer &b) const { return Interval::closed(0, b.elements() - 1); }
+
+  void fill(Buffer &b, int dev, idx first, idx last) {
+    size_t bytes = b.size * size_t(last - first + 1);
+    layer.fill(dev, b.at(dev, first), 0xFF, bytes);
+    stats.poisonedBytes += idx(bytes);
+  }
+  // iv's latest value is now with `owners` only (0: nobody). The devices that held it before
+  // hold a stale copy: poison it, so a read that skipped acquire shows.
+  void overwrite(Buffer &b, const Interval &iv, Owners owners) {
+    if (poison && transfer) {
+      const Tracker old = within(b.tracker, iv);
+      Owners stale = 0;
+      for (const auto &segment : old)
+        stale |= segment.second;
+      stale &= ~owners & ~HOST;
+      // Device by device, so that one device's adjacent stale segments take one fill.
+      std::vector<Transfer> fills;
+      for (int d = 0; d < maxDevices; ++d)
+        if (stale >> d & 1)
+          for (const auto &segment : old)
+            if (segment.second >> d & 1)
+              plan(fills, d, boost::icl::first(segment.first), boost::icl::last(segment.first));
+      for (const Transfer &f : fills)
+        fill(b, f.source, f.first, f.last);
+    }
+    if (owners)
+      b.tracker.set(std::make_pair(iv, owners));
+    else
+      b.tracker.erase(iv);
+  }
+
+  Backend &layer;
+};
+
+inline Buffer::Buffer(Runtime &runtime, std::string name, size_t elemSize, idx elements)
+    : rt(runtime), label(std::move(name)), size(elemSize), count(elements), device(size_t(runtime.devices()), nullptr) {
+  if (elemSize == 0 || elements < 0 ||
+      (elements > 0 && size_t(elements) > std::numeric_limits<size_t>::max() / elemSize))
+    throw std::invalid_argument("polyk::multi::Buffer " + label + ": " + std::to_string(elements) +
+        " elements of " + std::to_string(elemSize) + " bytes");
+}
+
+inline Buffer::~Buffer() {
+  for (int d = 0; d < int(device.size()); ++d)
+    if (device[size_t(d)]) {
+      // A destructor must not throw; an asynchronous error of the backend surfaces at its next
+      // synchronize or call anyway.
+      try {
+        rt.backend().release(d, device[size_t(d)]);
+      } catch (...) {
+      }
+    }
+}
+
+inline void *Buffer::storage(int dev) {
+  rt.checkDevice(dev, "Buffer::on");
+  void *&p = device[size_t(dev)];
+  if (!p) {
+    p = rt.backend().alloc(dev, bytes());
+    if (rt.poison && bytes()) {
+      rt.backend().fill(dev, p, 0xFF, bytes());
+      rt.stats.poisonedBytes += idx(bytes());
+    }
+  }
+  return p;
+}
+
+inline bool Buffer::allocated(int dev) const {
+  rt.checkDevice(dev, "Buffer::allocated");
+  return device[size_t(dev)] != nullptr;
+}
+
+inline size_t Buffer::bytesAllocated() const {
+  size_t total = 0;
+  for (void *p : device)
+    if (p)
+      total += bytes();
+  return total;
+}
+
+inline void Runtime::upload(Buffer &b, const void *host) {
+  checkBuffer(b, "upload");
+  if (!host)
+    throw std::invalid_argument("polyk::multi::Runtime::upload: null host pointer for " + b.name());
+  if (!track)
+    return;
+  b.host = static_cast<const unsigned char *>(host);
+  if (b.elements() > 0)
+    overwrite(b, whole(b), HOST);
+}
+
+inline void Runtime::download(Buffer &b, void *host) {
+  checkBuffer(b, "download");
+  if (!host)
+    throw std::invalid_argument("polyk::multi::Runtime::download: null host pointer for " + b.name());
+  if (track) {
+    auto *to = static_cast<unsigned char *>(host);
+    std::vector<Transfer> transfers;
+    for (const auto &segment : b.tracker) {
+      // Downloading into the uploaded array: what the host still owns is there already.
+      bool present = (segment.second & HOST) && b.host == to;
+      int source = present ? alreadyThere : lowestDevice(segment.second);
+      plan(transfers, source, boost::icl::first(segment.first), boost::icl::last(segment.first));
+    }
+    for (const Transfer &t : transfers) {
+      size_t offset = b.size * size_t(t.first), bytes = b.size * size_t(t.last - t.first + 1);
+      if (t.source == alreadyThere)
+        continue;
+      if (t.source != fromHost) {
+        layer.download(to + offset, t.source, b.at(t.source, t.first), bytes);
+        stats.d2hBytes += idx(bytes);
+        ++stats.copies;
+      } else {
+        std::memcpy(to + offset, b.host + offset, bytes);
+      }
+    }
+  }
+  layer.synchronize();
+}
+
+inline void Runtime::acquire(int dev, Buffer &b, const Runs &r) {
+  checkDevice(dev, "acquire");
+  checkBuffer(b, "acquire");
+  std::vector<Interval> intervals;
+  for (const Run &run : r.runs)
+    intervals.push_back(checkedRun(b, run, "acquire"));
+  if (!track)
+    return;
+  const Owners self = Owners(1) << dev;
+  std::vector<Transfer> transfers;
+  for (const Interval &iv : intervals)
+    for (const auto &segment : within(b.tracker, iv)) {
+      if (segment.second & self)
+        continue;
+      // Any device owner beats the host: a peer copy is faster than H2D. The lowest-numbered
+      // keeps the choice deterministic.
+      plan(transfers, lowestDevice(segment.second), boost::icl::first(segment.first), boost::icl::last(segment.first));
+      b.tracker.add(std::make_pair(segment.first, self));
+    }
+  if (!transfer)
+    return;
+  for (const Transfer &t : transfers) {
+    size_t bytes = b.size * size_t(t.last - t.first + 1);
+    if (t.source != fromHost) {
+      layer.copy(dev, b.at(dev, t.first), t.source, b.at(t.source, t.first), bytes);
+      stats.peerBytes += idx(bytes);
+    } else {
+      layer.upload(dev, b.at(dev, t.first), b.host + b.size * size_t(t.first), bytes);
+      stats.h2dBytes += idx(bytes);
+    }
+    ++stats.copies;
+  }
+}
+
+inline void Runtime::acquireAll(int dev, Buffer &b) {
+  Runs all;
+  if (b.elements() > 0)
+    all.runs.push_back({0, b.elements() - 1});
+  acquire(dev, b, all);
+}
+
+inline void Runtime::wrote(int dev, Buffer &b, const Runs &r) {
+  checkDevice(dev, "wrote");
+  checkBuffer(b, "wrote");
+  std::vector<Interval> intervals;
+  for (const Run &run : r.runs)
+    intervals.push_back(checkedRun(b, run, "wrote"));
+  if (!track)
+    return;
+  for (const Interval &iv : intervals)
+    overwrite(b, iv, Owners(1) << dev);
+}
+
+inline void Runtime::wroteAll(int dev, Buffer &b) {
+  Runs all;
+  if (b.elements() > 0)
+    all.runs.push_back({0, b.elements() - 1});
+  wrote(dev, b, all);
+}
+
+inline void Runtime::copyBuffer(Buffer &dst, Buffer &src) {
+  checkBuffer(dst, "copyBuffer");
+  checkBuffer(src, "copyBuffer");
+  if (dst.elemSize() != src.elemSize() || dst.elements() != src.elements())
+    throw std::invalid_argument("polyk::multi::Runtime::copyBuffer: " + src.name() + " and " + dst.name() +
+        " differ in size");
+  if (!track || &dst == &src)
+    return;
+  // What src owns nobody: dst's value there is no one's either.
+  Tracker unowned = dst.tracker;
+  for (const auto &segment : src.tracker)
+    unowned.erase(segment.first);
+  for (const auto &segment : unowned)
+    overwrite(dst, segment.first, 0);
+
+  std::vector<Transfer> transfers;
+  for (const auto &segment : src.tracker) {
+    int source = lowestDevice(segment.second);
+    plan(transfers, source, boost::icl::first(segment.first), boost::icl::last(segment.first));
+    overwrite(dst, segment.first, Owners(1) << (source != fromHost ? source : 0));
+  }
+  if (!transfer)
+    return;
+  for (const Transfer &t : transfers) {
+    size_t bytes = dst.size * size_t(t.last - t.first + 1);
+    if (t.source != fromHost) {
+      layer.copy(t.source, dst.at(t.source, t.first), t.source, src.at(t.source, t.first), bytes);
+      stats.peerBytes += idx(bytes);
+    } else {
+      layer.upload(0, dst.at(0, t.first), src.host + src.size * size_t(t.first), bytes);
+      stats.h2dBytes += idx(bytes);
+    }
+    ++stats.copies;
+  }
+}
+
+inline std::string Runtime::describe(const Buffer &b) const {
+  std::ostringstream text;
+  for (const auto &segment : b.tracker) {
+    if (text.tellp() > 0)
+      text << ' ';
+    text << '[' << boost::icl::first(segment.first) << ',' << boost::icl::last(segment.first) << "]:{";
+    const char *separator = "";
+    for (int d = 0; d < maxDevices; ++d)
+      if (segment.second >> d & 1) {
+        text << separator << d;
+        separator = ",";
+      }
+    if (segment.second & HOST)
+      text << separator << "host";
+    text << '}';
+  }
+  return text.str();
+}
+
+}  // namespace polyk::multi
+
+#endif
