@@ -479,6 +479,11 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
 
 } // namespace
 
+std::string affineKernelParams(const Scop &s, bool cuda) { return params(s, cuda); }
+std::string affineKernelArgs(const Scop &s) { return args(s); }
+std::string affineLaunchDims(const KernelConfig &kc) { return launchDims(kc); }
+bool temporaryInMemory(const Scop &s, const TensorDecl &t) { return inMemory(s, t); }
+
 std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   std::string o;
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
@@ -507,9 +512,14 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     long long tilePoints = 1;
     for (long long p : regs.points) tilePoints *= p;
     std::string minBlocks = regs.any() && !staging.tiles.empty() ? (tilePoints >= 64 ? ", 1" : ", 2") : "";
+    // Under --partition a split kernel is Matz's clone: its blocks along the split dim start at
+    // polyk_boff, so a device launches its share of the grid.
+    SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
-         params(s, true) + ") {\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::Cuda, withRegisters.count(k) > 0) + "}\n" + undefMacros(s) + "\n";
+         (plan.split ? "const polyk_idx polyk_boff, " : "") + params(s, true) + ") {\n";
+    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::Cuda, withRegisters.count(k) > 0);
+    if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
+    o += body + "}\n" + undefMacros(s) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -529,13 +539,17 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   IterateCode steps = iterateCode(s, true);
   o += steps.begin;
   for (const auto &kc : s.kernels) {
-    o += "  " + kc.name + "<<<" + launchDims(kc) + ", 0, stream>>>(" + args(s) + ");\n";
+    int k = (int)(&kc - s.kernels.data());
+    bool split = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt).split;
+    o += "  " + kc.name + "<<<" + launchDims(kc) + ", 0, stream>>>(" + (split ? "0, " : "") + args(s) + ");\n";
     o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
   }
   o += steps.end;
   for (const auto &t : s.tensors)
     if (inMemory(s, t)) o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
-  return o + "  return cudaSuccess;\n}\n";
+  o += "  return cudaSuccess;\n}\n";
+  if (opt.partition) o += emitMultiLauncher(s, mapped, opt, true);
+  return o;
 }
 
 std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
@@ -574,7 +588,34 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   o += steps.end;
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name)) o += "  free(" + t.name + ");\n";
-  return o + "}\n";
+  o += "}\n";
+  if (!opt.partition) return o;
+  // Under --partition: each kernel as a function of a range of blocks along its split member
+  // (all of them where it is not split), which the CPU backend's launcher calls per device.
+  for (const auto &kc : s.kernels) {
+    int k = (int)(&kc - s.kernels.data());
+    RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
+    Staging staging;
+    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
+    if (opt.prefetch == "auto") planPrefetch(s, staging, kc);
+    SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
+    auto range = [&](char axis, const std::string &var, const std::string &extent) {
+      if (plan.split && plan.axis == axis)
+        return "  for (polyk_idx " + var + " = polyk_lo * " + plan.inner + "; " + var + " < (polyk_hi + 1) * " + plan.inner + "; ++" + var + ")\n";
+      return "  for (polyk_idx " + var + " = 0; " + var + " < " + extent + "; ++" + var + ")\n";
+    };
+    o += "\n/* " + kc.name + (plan.split ? std::string(", blocks polyk_lo..polyk_hi along ") + plan.axis : std::string(", all blocks")) + " */\n";
+    o += "static void " + kc.name + "_blocks(polyk_idx polyk_lo, polyk_idx polyk_hi, " + params(s, false) + ") {\n";
+    o += "  (void)polyk_lo; (void)polyk_hi;\n";
+    o += macros(s, kc, Dialect::C, regs, staging);
+    o += range('z', "bz", kc.grid[2]) + range('y', "by", kc.grid[1]) + range('x', "bx", kc.grid[0]);
+    o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
+    o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
+    o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
+    o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) + "}\n";
+  }
+  return o + emitMultiLauncher(s, mapped, opt, false);
 }
 
 } // namespace polyk::codegen

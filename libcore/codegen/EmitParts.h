@@ -4,6 +4,7 @@
 
 #include "CodegenInternal.h"
 
+#include "polyk/Bind.h"
 #include "polyk/Emit.h"
 
 #include <optional>
@@ -36,6 +37,26 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt);
 inline bool isAffine(const Scop &s) { return !s.statements.empty() && s.statements.front().form == Form::Affine; }
 /// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.
 std::string emitMappedC(const Scop &s, const EmitOptions &opt);
+/// Multi-device code (Multi.cpp, Matz et al.): how kernel k is shared out over devices, the
+/// launcher polyk_NAME_multi over the runtime's buffers (CUDA, or C++ over the mapped kernels'
+/// block ranges), and the harness that runs it on several device counts against one device.
+struct SplitPlan {
+  bool split = false;
+  char axis = 0;          // the grid dim holding the split member: x, y or z (its first member)
+  std::string count;      // blocks along the split member (C)
+  std::string inner = "1"; // blockIdx.z values per block of the member (the members folded after it)
+};
+SplitPlan splitPlan(const Scop &s, int k, const AffineKernelIds &ids, const EmitOptions &opt);
+/// A kernel body's prologue with the split grid dim offset by polyk_boff (the clone).
+std::string offsetBlocks(const std::string &body, const AffineKernelIds &ids, char axis);
+/// The affine path's kernel parameters and arguments (params, then every tensor), launch
+/// dims, and whether a temporary lives in memory (AffineKernels.cpp).
+std::string affineKernelParams(const Scop &s, bool cuda);
+std::string affineKernelArgs(const Scop &s);
+std::string affineLaunchDims(const KernelConfig &kc);
+bool temporaryInMemory(const Scop &s, const TensorDecl &t);
+std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda);
+std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda);
 /// main() comparing polyk_NAME_<suffix> with the reference.
 std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOptions &opt);
 std::string emitCudaHarness(const Scop &s, const EmitOptions &opt);

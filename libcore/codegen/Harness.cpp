@@ -294,4 +294,99 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
   return o;
 }
 
+std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
+  std::string o = "\n#include <chrono>\n#include <vector>\n#include <algorithm>\n";
+  if (cuda)
+    o += "#include \"polyk/multi_cuda.cuh\"\n\n#define POLYK_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \\\n"
+         "  fprintf(stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString(e_)); return 2; } } while (0)\n";
+  o += "\n/* main(argc, argv): seed, NAME=VALUE params, check=0, devices=1,2,3,4,8 (the counts to run)";
+  o += cuda ? ", backend=virtual|gpu,\n   time=R (R timed runs per configuration: wall time, all devices synchronised). */\n" : ". */\n";
+  o += "int main(int argc, char **argv) {\n" + setUp(s);
+  o += "  std::vector<int> counts = {1, 2, 3, 4, 8};\n";
+  o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"devices=\", 8) == 0) {\n";
+  o += "    counts.clear();\n    for (const char *c = argv[a] + 8; *c; ) { counts.push_back(atoi(c)); while (*c && *c != ',') ++c; if (*c) ++c; }\n  }\n";
+  if (cuda) {
+    o += "  polyk::multi::CudaBackend::Mode mode = polyk::multi::CudaBackend::Mode::Virtual;\n  int timeReps = 0;\n";
+    o += "  for (int a = 1; a < argc; ++a) {\n    if (strcmp(argv[a], \"backend=gpu\") == 0) mode = polyk::multi::CudaBackend::Mode::Gpu;\n";
+    o += "    if (strncmp(argv[a], \"time=\", 5) == 0) timeReps = atoi(argv[a] + 5);\n  }\n";
+  }
+  // The one-device run the multi-device runs must reproduce bit for bit.
+  for (const auto &t : s.tensors) {
+    if (t.role != Role::Output) continue;
+    std::string ty = cStorageType(t.type);
+    o += "  " + ty + " *c_" + t.name + " = (" + ty + " *)malloc(sizeof(" + ty + ") * n_" + t.name + ");\n" + outputFill(s, t, "c_");
+  }
+  if (!cuda) {
+    o += "  polyk_" + s.name + "_mapped(" + args(s, "h_", "c_") + ");\n";
+  } else {
+    for (const auto &t : s.tensors) {
+      if (t.role == Role::Temporary) continue;
+      std::string ty = cudaStorageType(t.type), bytes = "sizeof(" + ty + ") * n_" + t.name;
+      o += "  " + ty + " *d_" + t.name + " = 0;\n  POLYK_CHECK(cudaMalloc((void **)&d_" + t.name + ", " + bytes + "));\n";
+      o += "  POLYK_CHECK(cudaMemcpy(d_" + t.name + ", " + (t.role == Role::Input ? "h_" : "c_") + t.name + ", " + bytes + ", cudaMemcpyHostToDevice));\n";
+    }
+    o += "  POLYK_CHECK(" + launch(s, "d_", "0") + ");\n  POLYK_CHECK(cudaDeviceSynchronize());\n";
+    for (const auto &t : s.tensors)
+      if (t.role == Role::Output)
+        o += "  POLYK_CHECK(cudaMemcpy(c_" + t.name + ", d_" + t.name + ", " + bytesOf(t) + ", cudaMemcpyDeviceToHost));\n";
+  }
+  o += compareOutputs(s, "c_", "r_", opt);
+  o += "  printf(\"%s " + s.name + " (one device) max_err=%.3g\\n\", !check ? \"UNCHECKED\" : pass ? \"PASS\" : \"FAIL\", worst);\n";
+  // Each device count: fresh buffers, the inputs and the outputs' initial values uploaded, the
+  // launcher, the outputs gathered and compared with the one-device run's bits.
+  std::string buffers, uploads, call = "polyk_" + s.name + "_multi(rt";
+  for (const auto &[name, value] : s.params) call += ", " + name;
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    std::string ty = cStorageType(t.type);
+    buffers += "    polyk::multi::Buffer b_" + t.name + "(rt, \"" + t.name + "\", sizeof(" + ty + "), (polyk::multi::idx)n_" + t.name + ");\n";
+    if (t.role == Role::Output) buffers += "    " + ty + " *m_" + t.name + " = (" + ty + " *)malloc(" + bytesOf(t) + ");\n" + outputFill(s, t, "m_");
+    uploads += "    rt.upload(b_" + t.name + ", " + (t.role == Role::Input ? "h_" : "m_") + t.name + ");\n";
+    call += ", b_" + t.name;
+  }
+  call += ")";
+  o += "  for (int devices : counts) {\n";
+  o += cuda ? "    polyk::multi::CudaBackend backend(devices, mode);\n" : "    polyk::multi::CpuBackend backend(devices);\n";
+  o += "    polyk::multi::Runtime rt(backend);\n";
+  // (outputFill's lines are indented for main's scope)
+  for (size_t at = 0, nl; (nl = buffers.find('\n', at)) != std::string::npos; at = nl + 1)
+    o += (buffers.compare(at, 4, "    ") == 0 ? "" : "  ") + buffers.substr(at, nl + 1 - at);
+  o += uploads + "    " + call + ";\n    backend.synchronize();\n    polyk::multi::Runtime::Stats run = rt.stats;\n";
+  o += "    int same = 1;\n";
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output)
+      o += "    rt.download(b_" + t.name + ", m_" + t.name + ");\n    if (memcmp(m_" + t.name + ", c_" + t.name + ", " + bytesOf(t) + ") != 0) same = 0;\n";
+  o += "    if (!same) pass = 0;\n";
+  o += "    printf(\"%s " + s.name + " (%s, %d devices) bitwise=%d peer_bytes=%lld h2d_bytes=%lld d2h_bytes=%lld poisoned_bytes=%lld\\n\", same ? \"PASS\" : \"FAIL\", backend.name(), devices, same, run.peerBytes, run.h2dBytes, run.d2hBytes, run.poisonedBytes);\n";
+  if (cuda) {
+    // Matz §9.2: alpha (the full run), beta (transfers off, tracking on), gamma (tracking off);
+    // repeated runs find the inputs in place, so a run's copies are those between devices. No
+    // poisoning while timed.
+    o += "    if (timeReps > 0) {\n      rt.poison = false;\n      double t[3];\n";
+    o += "      polyk::multi::idx peer = 0;\n";
+    o += "      for (int m = 0; m < 3; ++m) {\n        rt.transfer = m == 0;\n        rt.track = m < 2;\n";
+    o += "        std::vector<double> us;\n        for (int r = 0; r <= timeReps; ++r) {\n";
+    o += "          backend.synchronize();\n          rt.resetStats();\n          auto t0 = std::chrono::steady_clock::now();\n";
+    o += "          " + call + ";\n          backend.synchronize();\n";
+    o += "          if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());\n";
+    o += "          if (m == 0) peer = rt.stats.peerBytes;\n        }\n";
+    o += "        std::sort(us.begin(), us.end());\n        t[m] = us[us.size() / 2];\n      }\n";
+    o += "      printf(\"TIME " + s.name + " %s devices=%d alpha_us=%.1f beta_us=%.1f gamma_us=%.1f peer_bytes_per_run=%lld\\n\", backend.name(), devices, t[0], t[1], t[2], peer);\n";
+    o += "      rt.transfer = true;\n      rt.track = true;\n    }\n";
+  }
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output) o += "    free(m_" + t.name + ");\n";
+  o += "  }\n";
+  if (cuda) {
+    // The unpartitioned launcher, timed the same way (wall time, synchronised).
+    o += "  if (timeReps > 0) {\n    std::vector<double> us;\n    for (int r = 0; r <= timeReps; ++r) {\n";
+    o += "      POLYK_CHECK(cudaDeviceSynchronize());\n      auto t0 = std::chrono::steady_clock::now();\n";
+    o += "      POLYK_CHECK(" + launch(s, "d_", "0") + ");\n      POLYK_CHECK(cudaDeviceSynchronize());\n";
+    o += "      if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());\n    }\n";
+    o += "    std::sort(us.begin(), us.end());\n    printf(\"TIME " + s.name + " single us=%.1f\\n\", us[us.size() / 2]);\n  }\n";
+  }
+  o += "  return pass ? 0 : 1;\n}\n";
+  return o;
+}
+
 } // namespace polyk::codegen

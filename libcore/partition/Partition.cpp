@@ -159,7 +159,10 @@ Partition partition(const Scop &bound) {
         if (halo < 0) break;
       }
       kp.halo.push_back(halo);
-      if (halo >= 0 && (best < 0 || halo < best)) best = halo, kp.split = (int)m;
+      // A device's share must be one range of blockIdx: the first member folded into z is the
+      // outermost of blockIdx.z, the others interleave with it (AffineKernelIds::prologue).
+      bool contiguous = kp.axes[m] != "z" || axisName(kp.axes, m) == "z0";
+      if (halo >= 0 && contiguous && (best < 0 || halo < best)) best = halo, kp.split = (int)m;
     }
     if (!kp.writesInjective) {
       kp.split = -1;
@@ -262,6 +265,9 @@ Partition readPartition(const std::string &text, const std::string &file) {
     YAML::Node split = doc.field(kn, "split");
     k.split = (int)doc.integer(split);
     if (k.split < -1 || k.split >= (int)k.axes.size()) fail(doc.valueLoc(split), "split must be -1 or a member of the block ids (0 to " + std::to_string((int)k.axes.size() - 1) + ")");
+    if (k.split >= 0 && k.axes[k.split] == "z" && axisName(k.axes, k.split) != "z0")
+      fail(doc.valueLoc(split), "member " + std::to_string(k.split) + " (" + axisName(k.axes, k.split) +
+                                    ") cannot be split: only x, y and the first member folded into z give each device one range of blocks");
     if (kn["reason"]) k.reason = doc.str(kn["reason"]);
     if (YAML::Node h = kn["halo"]) {
       if (!h.IsSequence()) fail(doc.loc(h), "halo must be a list of numbers");

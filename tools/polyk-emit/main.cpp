@@ -1,12 +1,17 @@
 // polyk-emit: bound/1 -> CUDA (or sequential C) source, and optionally kernel/1 (Panamera §5).
 // See libcore/include/polyk/Emit.h.
 #include "polyk/Emit.h"
+#include "polyk/Partition.h"
 #include "polyk/Tool.h"
 #include "polyk/TuneRun.h"
 
+#include <fstream>
+#include <iterator>
+
 int main(int argc, char **argv) {
   polyk::EmitOptions opts;
-  std::string target = "cuda", kernelInfo, tuning;
+  std::string target = "cuda", kernelInfo, tuning, partitionFile;
+  polyk::Partition partition;
   return polyk::runTool(
       argc, argv,
       {"polyk-emit",
@@ -58,6 +63,12 @@ int main(int argc, char **argv) {
              ->excludes("--prefetch");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
+         app.add_option("--partition", partitionFile,
+                        "polyk-partition's model of this program (partition/1): split kernels take a block offset, and "
+                        "the output gains the enumerators and polyk_NAME_multi, the launcher over several devices "
+                        "(C++: with --target=c-mapped, over the CPU backend); --harness then runs it on 1, 2, 3, 4 and 8 "
+                        "devices against one")
+             ->check(CLI::ExistingFile);
        },
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &extra) {
          opts.target = target == "c"          ? polyk::EmitOptions::Target::C
@@ -65,9 +76,14 @@ int main(int argc, char **argv) {
                                               : polyk::EmitOptions::Target::Cuda;
          polyk::Scop bound = polyk::readBound(in.text, in.displayName);
          if (!tuning.empty()) opts.prefetch = polyk::readTuningFor(tuning, bound.name).prefetch;
+         if (!partitionFile.empty()) {
+           std::ifstream f(partitionFile, std::ios::binary);
+           partition = polyk::readPartition(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), partitionFile);
+           opts.partition = &partition;
+         }
          polyk::EmitResult r = polyk::emit(bound, opts);
          if (!kernelInfo.empty()) extra[kernelInfo] = polyk::writeKernel(r.kernelInfo);
          return r.code;
        },
-       {"--kernel-info", "--tuning"}});
+       {"--kernel-info", "--tuning", "--partition"}});
 }

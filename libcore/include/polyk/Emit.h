@@ -13,6 +13,8 @@
 
 namespace polyk {
 
+struct Partition;
+
 struct EmitOptions {
   /// Cuda; C: sequential C of the bound schedule; MappedC: the CUDA kernels' code (ids, guards,
   /// partials) run on the CPU block by block, thread by thread.
@@ -46,6 +48,11 @@ struct EmitOptions {
   /// at most 16 registers a thread: Staging.h) or off.
   std::string prefetch = "auto";
   int repetitions = 100;           // timed runs of the CUDA harness
+  /// polyk-partition's model of this program (--partition): the split kernels take a block
+  /// offset (Matz §7's clone), and the file gains the enumerators and polyk_NAME_multi, the
+  /// launcher over several devices (codegen/Multi.cpp); with --harness, main() runs it on 1, 2,
+  /// 3, 4 and 8 devices against the one-device run. Affine programs only, for now.
+  const Partition *partition = nullptr;
   std::string sourceName;          // name of the .cu written, for kernel/1
 };
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# polyk-partition on one GPU (issue 25): each workload's multi-device harness (polyk-emit
+# --partition --harness) checked on N virtual devices against the one-GPU run (bit for bit), then
+# timed: the unpartitioned launcher, and per device count Matz §9.2's alpha (full run), beta
+# (transfers off, tracking on) and gamma (tracking off), with the bytes copied between devices.
+#   here (no GPU needed):  bench/partition.sh prepare   -> build/partition/*.cu (+ runtime, Boost.ICL headers)
+#   on the GPU machine:    bench/partition.sh run       -> compiles, runs; raw lines to $OUT/partition.txt
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+dir=${2:-build/partition}
+bin=${POLYK_BIN:-build/bin}
+# name  example  run arguments (seed, params, device counts, timed repetitions)
+cases() {
+  cat <<'LIST'
+hotspot8192 examples/stencil/hotspot_iter.yaml 1 N=8192 S=1500 check=0 devices=1,2,4 time=3
+hotspot16384 examples/stencil/hotspot_iter.yaml 1 N=16384 S=1500 check=0 devices=1,2,4 time=3
+jacobi3d examples/stencil/jacobi3d.yaml 1 check=0 devices=1,2,4 time=10
+nbody65536 examples/nbody.yaml 1 check=0 devices=1,2,4 time=5
+nbody131072 examples/nbody.yaml 1 N=131072 check=0 devices=1,2,4 time=3
+matmul8192 examples/blas/gemm4096.yaml 1 M=8192 N=8192 K=8192 check=0 devices=1,2,4 time=3
+hotspot_small examples/stencil/hotspot_iter.yaml 1 N=300 S=20 devices=1,2,3,4,8
+LIST
+}
+if [ "$mode" = prepare ]; then
+  rm -rf "$dir" && mkdir -p "$dir"
+  cases | while read -r name example _; do
+    "$bin/polyk-flatten" "$example" | "$bin/polyk-schedule" | "$bin/polyk-bind" > "$dir/$name.bound.yaml" || exit 1
+    "$bin/polyk-partition" "$dir/$name.bound.yaml" -o "$dir/$name.partition.yaml" || exit 1
+    "$bin/polyk-emit" "$dir/$name.bound.yaml" --partition "$dir/$name.partition.yaml" --harness -o "$dir/$name.cu" || exit 1
+  done
+  cp -r libcore/runtime "$dir/runtime"
+  # Boost.ICL is header-only; the GPU machine may lack libboost-dev, so the headers a harness
+  # includes travel with it (those g++ reports for multi.hpp).
+  echo '#include "polyk/multi.hpp"' > "$dir/boost_probe.cpp"
+  g++ -std=c++17 -I libcore/runtime -M "$dir/boost_probe.cpp" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+    while read -r h; do mkdir -p "$dir/boost/$(dirname "${h#/usr/include/}")" && cp "$h" "$dir/boost/${h#/usr/include/}"; done
+  rm -f "$dir/boost_probe.cpp"
+  du -sh "$dir"
+  exit 0
+fi
+out=${OUT:-.}/partition.txt
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee "$out"
+ls "$dir"/*.cu | xargs -P 8 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime -I$dir/boost {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || { echo 'nvcc failed: {}'; head -20 {}.log; }"
+cases | while read -r name _ args; do
+  echo "== $name $args" | tee -a "$out"
+  # shellcheck disable=SC2086
+  timeout 300 "$dir/$name" $args 2>&1 | tee -a "$out"
+done
