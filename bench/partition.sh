@@ -13,13 +13,13 @@ bin=${POLYK_BIN:-build/bin}
 # name  example  run arguments (seed, params, device counts, timed repetitions)
 cases() {
   cat <<'LIST'
+hotspot_small examples/stencil/hotspot_iter.yaml 1 N=300 S=20 devices=1,2,3,4,8
 hotspot8192 examples/stencil/hotspot_iter.yaml 1 N=8192 S=1500 check=0 devices=1,2,4 time=3
 hotspot16384 examples/stencil/hotspot_iter.yaml 1 N=16384 S=1500 check=0 devices=1,2,4 time=3
 jacobi3d examples/stencil/jacobi3d.yaml 1 check=0 devices=1,2,4 time=10
 nbody65536 examples/nbody.yaml 1 check=0 devices=1,2,4 time=5
 nbody131072 examples/nbody.yaml 1 N=131072 check=0 devices=1,2,4 time=3
 matmul8192 examples/blas/gemm4096.yaml 1 M=8192 N=8192 K=8192 check=0 devices=1,2,4 time=3
-hotspot_small examples/stencil/hotspot_iter.yaml 1 N=300 S=20 devices=1,2,3,4,8
 LIST
 }
 if [ "$mode" = prepare ]; then
@@ -31,11 +31,10 @@ if [ "$mode" = prepare ]; then
   done
   cp -r libcore/runtime "$dir/runtime"
   # Boost.ICL is header-only; the GPU machine may lack libboost-dev, so the headers a harness
-  # includes travel with it (those g++ reports for multi.hpp).
-  echo '#include "polyk/multi.hpp"' > "$dir/boost_probe.cpp"
-  g++ -std=c++17 -I libcore/runtime -M "$dir/boost_probe.cpp" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+  # includes travel with it (those nvcc reports).
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  "$nvcc" -std=c++17 -arch=sm_90 -I libcore/runtime -M "$dir/hotspot_small.cu" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
     while read -r h; do mkdir -p "$dir/boost/$(dirname "${h#/usr/include/}")" && cp "$h" "$dir/boost/${h#/usr/include/}"; done
-  rm -f "$dir/boost_probe.cpp"
   du -sh "$dir"
   exit 0
 fi
@@ -46,5 +45,5 @@ ls "$dir"/*.cu | xargs -P 8 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/
 cases | while read -r name _ args; do
   echo "== $name $args" | tee -a "$out"
   # shellcheck disable=SC2086
-  timeout 300 "$dir/$name" $args 2>&1 | tee -a "$out"
+  timeout 150 "$dir/$name" $args 2>&1 | tee -a "$out"
 done

@@ -9,6 +9,7 @@ packages=(
   googletest libgtest-dev
   libxgboost-dev   # polyk-tune's cost model (gradient-boosted trees)
   libboost-dev     # polyk-partition's runtime: the segment tracker (Boost.ICL, header-only)
+  libopenmpi-dev openmpi-bin   # polyk-partition's runtime past one process (MPI)
   llvm-14-tools   # lit and FileCheck
   python3-yaml python3-jsonschema   # schema validation test
   clang-14 libclang-rt-14-dev llvm-14   # build-san: ASan, UBSan, libFuzzer runtimes, llvm-symbolizer

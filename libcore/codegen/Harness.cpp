@@ -301,8 +301,19 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
          "  fprintf(stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString(e_)); return 2; } } while (0)\n";
   o += "\n/* main(argc, argv): seed, NAME=VALUE params, check=0, devices=1,2,3,4,8 (the counts to run)";
   o += cuda ? ", backend=virtual|gpu,\n   time=R (R timed runs per configuration: wall time, all devices synchronised). */\n" : ". */\n";
-  o += "int main(int argc, char **argv) {\n" + setUp(s);
+  // Compiled with -DPOLYK_MULTI_MPI (mpicxx, and mpirun -np R): each process drives `local=L`
+  // devices (1 by default) of R * L, through polyk/multi_mpi.hpp; process 0 prints.
+  o += "#ifdef POLYK_MULTI_MPI\n#include \"polyk/multi_mpi.hpp\"\n#endif\n";
+  o += "int main(int argc, char **argv) {\n";
+  o += "#ifdef POLYK_MULTI_MPI\n  MPI_Init(&argc, &argv);\n  int polyk_rank = 0, polyk_ranks = 1, polyk_local = 1;\n";
+  o += "  MPI_Comm_rank(MPI_COMM_WORLD, &polyk_rank);\n  MPI_Comm_size(MPI_COMM_WORLD, &polyk_ranks);\n";
+  o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"local=\", 6) == 0) polyk_local = atoi(argv[a] + 6);\n";
+  o += "  if (polyk_rank != 0 && !freopen(\"/dev/null\", \"w\", stdout)) return 2;\n#endif\n";
+  o += setUp(s);
+  for (const auto &t : s.tensors)
+    if (t.role == Role::Output) o += "  (void)h_" + t.name + ";\n";
   o += "  std::vector<int> counts = {1, 2, 3, 4, 8};\n";
+  o += "#ifdef POLYK_MULTI_MPI\n  counts = {polyk_ranks * polyk_local};\n#endif\n";
   o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"devices=\", 8) == 0) {\n";
   o += "    counts.clear();\n    for (const char *c = argv[a] + 8; *c; ) { counts.push_back(atoi(c)); while (*c && *c != ',') ++c; if (*c) ++c; }\n  }\n";
   if (cuda) {
@@ -346,7 +357,11 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   }
   call += ")";
   o += "  for (int devices : counts) {\n";
-  o += cuda ? "    polyk::multi::CudaBackend backend(devices, mode);\n" : "    polyk::multi::CpuBackend backend(devices);\n";
+  std::string local = cuda ? "polyk::multi::CudaBackend" : "polyk::multi::CpuBackend";
+  std::string localArgs = cuda ? ", mode)" : ")";
+  o += "#ifdef POLYK_MULTI_MPI\n    " + local + " polyk_mine(devices / polyk_ranks" + localArgs + ";\n";
+  o += "    polyk::multi::MpiBackend backend(polyk_mine, MPI_COMM_WORLD);\n#else\n";
+  o += "    " + local + " backend(devices" + localArgs + ";\n#endif\n";
   o += "    polyk::multi::Runtime rt(backend);\n";
   // (outputFill's lines are indented for main's scope)
   for (size_t at = 0, nl; (nl = buffers.find('\n', at)) != std::string::npos; at = nl + 1)
@@ -385,6 +400,7 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
     o += "      if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());\n    }\n";
     o += "    std::sort(us.begin(), us.end());\n    printf(\"TIME " + s.name + " single us=%.1f\\n\", us[us.size() / 2]);\n  }\n";
   }
+  o += "#ifdef POLYK_MULTI_MPI\n  MPI_Finalize();\n#endif\n";
   o += "  return pass ? 0 : 1;\n}\n";
   return o;
 }

@@ -143,7 +143,7 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     if (!plan.split) {
       o += "  { /* " + kc.name + ": on device 0 (" + kp->reason + ") */\n";
       for (const auto &t : accessed(*kp, "")) o += "    rt.acquireAll(0, *" + t + ");\n";
-      o += launch(affineLaunchDims(kc).substr(0, affineLaunchDims(kc).find("), dim3(") + 1), "0", "");
+      o += "    if (rt.backend().local(0)) {\n" + launch(affineLaunchDims(kc).substr(0, affineLaunchDims(kc).find("), dim3(") + 1), "0", "") + "    }\n";
       for (const auto &t : accessed(*kp, "write")) o += "    rt.wroteAll(0, *" + t + ");\n";
       o += "  }\n";
       continue;
@@ -162,7 +162,7 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     o += "  { /* " + kc.name + ": its blocks along " + plan.axis + " shared out (" + kp->reason + ") */\n";
     o += "  const polyk_idx polyk_n = " + plan.count + ";\n";
     o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("read", "acquire") + "  }\n";
-    o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share +
+    o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + "    if (!rt.backend().local(polyk_d)) continue; /* another process's */\n" +
          launch("dim3(" + dims[0] + ", " + dims[1] + ", " + dims[2] + ")", "polyk_d", "polyk_lo * " + plan.inner + ", ") + "  }\n";
     o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("write", "wrote") + "  }\n";
     o += "  }\n";

@@ -15,3 +15,12 @@ config.substitutions.append(("%bin", config.polyk_bin_dir))
 config.substitutions.append(("%examples", os.path.join(config.polyk_source_dir, "examples")))
 config.substitutions.append(("%runtime", os.path.join(config.polyk_source_dir, "libcore", "runtime")))
 config.environment["PATH"] = os.path.dirname(config.filecheck) + os.pathsep + config.environment.get("PATH", os.environ["PATH"])
+
+# MPI (Debian's OpenMPI): the multi-device runtime past one process. mpirun refuses root unless
+# told, and a 2-core CI machine needs --oversubscribe for 3 processes.
+import shutil
+if shutil.which("mpicxx") and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.substitutions.append(("%mpirun", "mpirun --oversubscribe"))

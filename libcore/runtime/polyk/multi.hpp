@@ -68,6 +68,9 @@ class Backend {
   // dev's cudaStream_t for CUDA backends, for the launches.
   virtual void *stream(int /*dev*/) { return nullptr; }
   virtual void synchronize() = 0;
+  // Whether this process drives dev (MpiBackend: one process per GPU, every process running the
+  // same launcher and tracker; a device of another process gets no allocation and no launch here).
+  virtual bool local(int /*dev*/) const { return true; }
 };
 
 // Devices that are plain host memory: the unit tests' backend, where every copy is visible and
@@ -132,7 +135,10 @@ class Buffer {
  private:
   friend class Runtime;
   void *storage(int dev);
-  unsigned char *at(int dev, idx element) { return static_cast<unsigned char *>(storage(dev)) + size * size_t(element); }
+  unsigned char *at(int dev, idx element) {
+    unsigned char *base = static_cast<unsigned char *>(storage(dev));
+    return base ? base + size * size_t(element) : nullptr;  // (another process's device)
+  }
 
   Runtime &rt;
   std::string label;
@@ -291,6 +297,8 @@ inline Buffer::~Buffer() {
 
 inline void *Buffer::storage(int dev) {
   rt.checkDevice(dev, "Buffer::on");
+  if (!rt.backend().local(dev))
+    return nullptr;
   void *&p = device[size_t(dev)];
   if (!p) {
     p = rt.backend().alloc(dev, bytes());

@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""The user's single-GPU alternative to bench/partition.sh's workloads: torch.compile of each
+(cuBLAS for the matrix product), timed as bench/affine_peers.py times its peers (do_bench median,
+L2 flushed). Prints `PEER name us=...` lines.
+
+  python3 bench/partition_peers.py
+"""
+import sys
+import os
+
+sys.path.insert(0, os.path.dirname(__file__))
+import torch  # noqa: E402
+from affine_peers import do_bench, gemm, hotspot_iter, jacobi3d, nbody  # noqa: E402
+
+CASES = {
+    "hotspot8192": lambda: hotspot_iter(8192, 1500),
+    "hotspot16384": lambda: hotspot_iter(16384, 1500),
+    "jacobi3d": lambda: jacobi3d(512),
+    "nbody65536": lambda: nbody(65536),
+    "nbody131072": lambda: nbody(131072),
+    "matmul8192": lambda: gemm(8192, 8192, 8192),
+}
+
+for name, make in CASES.items():
+    fn, args, _, _ = make()
+    if name.startswith("matmul"):
+        f, peer = fn, "cuBLAS"
+    else:
+        f = fn.compiled() if hasattr(fn, "compiled") else torch.compile(fn)
+        peer = "torch.compile"
+    f(*args)
+    us = do_bench(lambda: f(*args), return_mode="median", warmup=1, rep=1) * 1000
+    print(f"PEER {name} {peer} us={us:.1f}", flush=True)
+    torch.cuda.empty_cache()
