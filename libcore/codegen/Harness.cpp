@@ -372,7 +372,10 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
     if (t.role == Role::Output)
       o += "    rt.download(b_" + t.name + ", m_" + t.name + ");\n    if (memcmp(m_" + t.name + ", c_" + t.name + ", " + bytesOf(t) + ") != 0) same = 0;\n";
   o += "    if (!same) pass = 0;\n";
-  o += "    printf(\"%s " + s.name + " (%s, %d devices) bitwise=%d peer_bytes=%lld h2d_bytes=%lld d2h_bytes=%lld poisoned_bytes=%lld\\n\", same ? \"PASS\" : \"FAIL\", backend.name(), devices, same, run.peerBytes, run.h2dBytes, run.d2hBytes, run.poisonedBytes);\n";
+  // The most memory any device held at once (its windows of the buffers: memory scales with the
+  // devices where each reads a slice).
+  o += "    size_t mostBytes = 0;\n    for (int d = 0; d < devices; ++d) mostBytes = std::max(mostBytes, rt.peakBytes(d));\n";
+  o += "    printf(\"%s " + s.name + " (%s, %d devices) bitwise=%d peer_bytes=%lld h2d_bytes=%lld d2h_bytes=%lld poisoned_bytes=%lld device_peak_bytes=%zu\\n\", same ? \"PASS\" : \"FAIL\", backend.name(), devices, same, run.peerBytes, run.h2dBytes, run.d2hBytes, run.poisonedBytes, mostBytes);\n";
   if (cuda) {
     // Matz §9.2: alpha (the full run), beta (transfers off, tracking on), gamma (tracking off);
     // repeated runs find the inputs in place, so a run's copies are those between devices. No

@@ -161,7 +161,7 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     dims[plan.axis - 'x'] = "(polyk_hi - polyk_lo + 1) * " + plan.inner;
     o += "  { /* " + kc.name + ": its blocks along " + plan.axis + " shared out (" + kp->reason + ") */\n";
     o += "  const polyk_idx polyk_n = " + plan.count + ";\n";
-    o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("read", "acquire") + "  }\n";
+    o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("read", "acquire") + each("write", "reserve") + "  }\n";
     o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + "    if (!rt.backend().local(polyk_d)) continue; /* another process's */\n" +
          launch("dim3(" + dims[0] + ", " + dims[1] + ", " + dims[2] + ")", "polyk_d", "polyk_lo * " + plan.inner + ", ") + "  }\n";
     o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("write", "wrote") + "  }\n";

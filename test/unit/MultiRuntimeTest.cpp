@@ -146,11 +146,13 @@ TEST(MultiRuntime, AcquirePrefersTheLowestDeviceOwnerAndMergesAdjacentCopies) {
   std::vector<RecordingBackend::Call> expected = {{"copy", 2, 0, 40}, {"copy", 2, 1, 40}, {"upload", 2, -1, 40}};
   EXPECT_EQ(backend.calls, expected);
 
-  // [10,19]:{1,2,host} and [20,29]:{1} both come from device 1: one call.
+  // [10,19]:{1,2,host} and [20,29]:{1} both come from device 1: one call. (Device 1's window
+  // [0,19] grows to [0,29] for the write, device 0's [0,9] to [0,29] for the acquire: each moves
+  // what it held into the larger allocation.)
   backend.calls.clear();
   rt.wrote(1, b, runs({{20, 29}}));
   rt.acquire(0, b, runs({{0, 29}}));
-  expected = {{"copy", 0, 1, 80}};
+  expected = {{"copy", 1, 1, 80}, {"copy", 0, 0, 40}, {"copy", 0, 1, 80}};
   EXPECT_EQ(backend.calls, expected);
 }
 
@@ -166,7 +168,8 @@ TEST(MultiRuntime, WroteMakesTheDeviceTheOnlyOwnerAndPoisonsTheOldCopies) {
 
   rt.wrote(2, b, runs({{20, 29}}));
   EXPECT_EQ(rt.describe(b), "[0,19]:{0,1,host} [20,29]:{2} [30,49]:{0,host}");
-  EXPECT_EQ(rt.stats.poisonedBytes, 4 * (10 + 5));  // device 0's and 1's copies that were current
+  // Device 0's and 1's copies that were current, and device 2's new window.
+  EXPECT_EQ(rt.stats.poisonedBytes, 4 * (10 + 5 + 10));
   EXPECT_TRUE(allPoison(b.on<std::uint32_t>(0), 20, 29));
   EXPECT_TRUE(allPoison(b.on<std::uint32_t>(1), 20, 24));
   EXPECT_EQ(std::memcmp(b.on<std::uint32_t>(0), host.data(), 20 * 4), 0);
@@ -296,7 +299,8 @@ TEST(MultiRuntime, CopyBufferCopiesOnTheSourcesOwners) {
 
   rt.copyBuffer(dst, src);
   EXPECT_EQ(rt.describe(dst), "[0,9]:{0} [10,19]:{1} [20,29]:{0}");
-  std::vector<RecordingBackend::Call> calls = {{"copy", 0, 0, 40}, {"copy", 1, 1, 40}, {"upload", 0, -1, 40}};
+  // (dst's window on device 0 grows from [0,9] to [0,29] before the upload: a move within it.)
+  std::vector<RecordingBackend::Call> calls = {{"copy", 0, 0, 40}, {"copy", 1, 1, 40}, {"copy", 0, 0, 40}, {"upload", 0, -1, 40}};
   EXPECT_EQ(backend.calls, calls);
   EXPECT_EQ(rt.stats.peerBytes, 80);
   EXPECT_EQ(rt.stats.h2dBytes, 40);
@@ -354,7 +358,7 @@ TEST(MultiRuntime, ErrorsAreThrownNotUndefined) {
 // A 1-D 3-point stencil over `steps` steps, the output's slices spread over the devices; each
 // device reads its slice +-1 from its own allocation, after acquiring it unless `skipHalo`.
 static std::vector<double> stencil(int devices, const std::vector<double> &input, int steps, bool skipHalo,
-    Runtime::Stats *stats = nullptr) {
+    Runtime::Stats *stats = nullptr, size_t *mostBytes = nullptr) {
   CpuBackend backend(devices);
   Runtime rt(backend);
   const idx n = idx(input.size());
@@ -373,6 +377,7 @@ static std::vector<double> stencil(int devices, const std::vector<double> &input
         Runs::add(first > 0 ? first - 1 : 0, last + 1 < n ? last + 1 : last, &reads);
       Runs::add(first, last, &writes);
       rt.acquire(d, *in, reads);
+      rt.reserve(d, *out, writes);
       const double *x = in->on<double>(d);
       double *y = out->on<double>(d);
       for (idx i = first; i <= last; ++i)
@@ -385,6 +390,8 @@ static std::vector<double> stencil(int devices, const std::vector<double> &input
   rt.download(*in, result.data());
   if (stats)
     *stats = rt.stats;
+  for (int d = 0; mostBytes && d < devices; ++d)
+    *mostBytes = std::max(*mostBytes, rt.allocatedBytes(d));
   return result;
 }
 
@@ -404,7 +411,8 @@ TEST_P(MultiStencil, EqualsTheSequentialResult) {
   for (size_t n : {size_t(1), size_t(7), size_t(1000)}) {
     auto input = randomDoubles(n, unsigned(n) * 31 + unsigned(devices));
     Runtime::Stats stats;
-    auto partitioned = stencil(devices, input, steps, false, &stats);
+    size_t mostBytes = 0;
+    auto partitioned = stencil(devices, input, steps, false, &stats, &mostBytes);
     auto sequential = stencil(1, input, steps, false);
     ASSERT_EQ(std::memcmp(partitioned.data(), sequential.data(), n * sizeof(double)), 0) << n << " elements";
     // Between devices only the halos move: 2 elements per inner boundary and step (in the first
@@ -413,8 +421,36 @@ TEST_P(MultiStencil, EqualsTheSequentialResult) {
     if (n == 1000) {
       EXPECT_EQ(stats.peerBytes, idx(sizeof(double)) * 2 * (devices - 1) * steps);
       EXPECT_EQ(stats.h2dBytes, idx(sizeof(double)) * 1000);
+      // Memory scales with the devices: each holds its slice and a halo element on each side of
+      // both buffers, not the whole buffers.
+      size_t slice = (1000 + size_t(devices) - 1) / size_t(devices);
+      EXPECT_LE(mostBytes, 2 * sizeof(double) * (slice + 2));
+      EXPECT_GE(mostBytes, 2 * sizeof(double) * (1000 / size_t(devices)));
     }
   }
+}
+
+TEST(MultiRuntime, CopyBufferOfAHostHeldSourceSharesTheHostCopy) {
+  // An iterated program's output starts as a copy of its input, which the host holds whole: no
+  // device gets a copy until it reads one.
+  CpuBackend backend(2);
+  Runtime rt(backend);
+  Buffer in(rt, "in", 4, 20), out(rt, "out", 4, 20);
+  auto host = randomData(20, 5), initial = randomData(20, 6);
+  rt.upload(in, host.data());
+  rt.upload(out, initial.data());
+  rt.acquire(1, out, runs({{0, 19}}));
+  rt.resetStats();
+  rt.copyBuffer(out, in);
+  EXPECT_EQ(rt.describe(out), "[0,19]:{host}");
+  EXPECT_EQ(rt.stats.peerBytes + rt.stats.h2dBytes, 0);
+  EXPECT_TRUE(allPoison(out.on<std::uint32_t>(1), 0, 19));  // out's old copy on 1
+  rt.acquire(0, out, runs({{5, 9}}));
+  EXPECT_EQ(rt.stats.h2dBytes, 5 * 4);
+  EXPECT_EQ(out.window(0), std::make_pair(idx(5), idx(9)));
+  std::vector<std::uint32_t> back(20, 0);
+  rt.download(out, back.data());
+  EXPECT_EQ(back, host);
 }
 
 // Named Multi* so that --gtest_filter='Multi*' picks them up with the rest.

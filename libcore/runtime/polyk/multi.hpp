@@ -12,6 +12,7 @@
 
 #include <boost/icl/interval_map.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -126,25 +127,34 @@ class Buffer {
   idx elements() const { return count; }
   size_t bytes() const { return size * size_t(count); }
 
-  // dev's full-size allocation, made on first use; with rt.poison it starts as 0xFF bytes, so a
-  // kernel that reads what no acquire brought gets garbage, not a plausible zero.
-  template <class T> T *on(int dev) { return static_cast<T *>(storage(dev)); }
+  // The buffer as dev's kernels index it: element e of the tensor at on<T>(dev)[e]. Each device
+  // allocates only its window, the range of elements it has acquired, written or reserved (so
+  // memory scales with the number of devices); the pointer is the window's allocation shifted
+  // back by its first element. A device with no window gets the whole buffer on first use. With
+  // rt.poison a window starts as 0xFF bytes, so a kernel that reads what no acquire brought gets
+  // garbage, not a plausible zero.
+  template <class T> T *on(int dev) { return reinterpret_cast<T *>(storage(dev)); }
   bool allocated(int dev) const;
   size_t bytesAllocated() const;
+  // dev's window (first > last: none).
+  std::pair<idx, idx> window(int dev) const;
 
  private:
   friend class Runtime;
-  void *storage(int dev);
-  unsigned char *at(int dev, idx element) {
-    unsigned char *base = static_cast<unsigned char *>(storage(dev));
-    return base ? base + size * size_t(element) : nullptr;  // (another process's device)
-  }
+  struct Window {
+    unsigned char *base = nullptr;  // the allocation, holding elements first..last
+    idx first = 0, last = -1;
+  };
+  unsigned char *storage(int dev);
+  // Grows dev's window to hold first..last (its contents kept).
+  void reserve(int dev, idx first, idx last);
+  unsigned char *at(int dev, idx element);
 
   Runtime &rt;
   std::string label;
   size_t size;
   idx count;
-  std::vector<void *> device;
+  std::vector<Window> device;
   const unsigned char *host = nullptr;  // the uploaded copy, read while the host owns a segment
   Tracker tracker;
 };
@@ -190,8 +200,15 @@ class Runtime {
   // poisonedBytes: every fill (stale copies and fresh allocations).
   struct Stats {
     idx peerBytes = 0, h2dBytes = 0, d2hBytes = 0, copies = 0, poisonedBytes = 0;
+    idx regrownBytes = 0;  // moved within a device when its window of a buffer grew
   } stats;
   void resetStats() { stats = Stats(); }
+
+  // Makes dev's window of b hold the runs (before a launch that writes them).
+  void reserve(int dev, Buffer &b, const Runs &r);
+  // Bytes of buffers allocated on dev now, and the most at any time since the runtime began.
+  size_t allocatedBytes(int dev) const { return dev >= 0 && dev < devices() ? now[size_t(dev)] : 0; }
+  size_t peakBytes(int dev) const { return dev >= 0 && dev < devices() ? peak[size_t(dev)] : 0; }
 
   // The tracker's segments, e.g. "[0,99]:{0} [100,199]:{1,host}".
   std::string describe(const Buffer &b) const;
@@ -272,11 +289,28 @@ class Runtime {
       b.tracker.erase(iv);
   }
 
+  void account(int dev, long long bytes) {
+    size_t &n = now[size_t(dev)];
+    n = size_t((long long)n + bytes);
+    if (n > peak[size_t(dev)])
+      peak[size_t(dev)] = n;
+  }
+  // The hull of some intervals, for a window.
+  static std::pair<idx, idx> hull(const std::vector<Interval> &ivs) {
+    idx first = std::numeric_limits<idx>::max(), last = -1;
+    for (const Interval &iv : ivs) {
+      first = std::min(first, boost::icl::first(iv));
+      last = std::max(last, boost::icl::last(iv));
+    }
+    return {first, last};
+  }
+
   Backend &layer;
+  std::vector<size_t> now = std::vector<size_t>(size_t(layer.devices()), 0), peak = now;
 };
 
 inline Buffer::Buffer(Runtime &runtime, std::string name, size_t elemSize, idx elements)
-    : rt(runtime), label(std::move(name)), size(elemSize), count(elements), device(size_t(runtime.devices()), nullptr) {
+    : rt(runtime), label(std::move(name)), size(elemSize), count(elements), device(size_t(runtime.devices())) {
   if (elemSize == 0 || elements < 0 ||
       (elements > 0 && size_t(elements) > std::numeric_limits<size_t>::max() / elemSize))
     throw std::invalid_argument("polyk::multi::Buffer " + label + ": " + std::to_string(elements) +
@@ -285,41 +319,79 @@ inline Buffer::Buffer(Runtime &runtime, std::string name, size_t elemSize, idx e
 
 inline Buffer::~Buffer() {
   for (int d = 0; d < int(device.size()); ++d)
-    if (device[size_t(d)]) {
+    if (Window &w = device[size_t(d)]; w.base) {
       // A destructor must not throw; an asynchronous error of the backend surfaces at its next
       // synchronize or call anyway.
       try {
-        rt.backend().release(d, device[size_t(d)]);
+        rt.backend().release(d, w.base);
       } catch (...) {
       }
+      rt.account(d, -(long long)(size * size_t(w.last - w.first + 1)));
     }
 }
 
-inline void *Buffer::storage(int dev) {
+inline unsigned char *Buffer::storage(int dev) {
   rt.checkDevice(dev, "Buffer::on");
   if (!rt.backend().local(dev))
+    return nullptr;  // another process's device
+  Window &w = device[size_t(dev)];
+  if (!w.base && count > 0)
+    reserve(dev, 0, count - 1);
+  // (Shifted back by the window's first element: kernels index with the tensor's own offsets.)
+  return w.base ? w.base - size * size_t(w.first) : nullptr;
+}
+
+inline unsigned char *Buffer::at(int dev, idx element) {
+  if (!rt.backend().local(dev))
     return nullptr;
-  void *&p = device[size_t(dev)];
-  if (!p) {
-    p = rt.backend().alloc(dev, bytes());
-    if (rt.poison && bytes()) {
-      rt.backend().fill(dev, p, 0xFF, bytes());
-      rt.stats.poisonedBytes += idx(bytes());
-    }
+  const Window &w = device[size_t(dev)];
+  if (!w.base || element < w.first || element > w.last)
+    throw std::logic_error("polyk::multi::Buffer " + label + ": element " + std::to_string(element) + " is outside device " +
+        std::to_string(dev) + "'s window [" + std::to_string(w.first) + "," + std::to_string(w.last) + "]");
+  return w.base + size * size_t(element - w.first);
+}
+
+inline void Buffer::reserve(int dev, idx first, idx last) {
+  if (first > last || !rt.backend().local(dev))
+    return;
+  Window &w = device[size_t(dev)];
+  if (w.base && w.first <= first && last <= w.last)
+    return;
+  Window grown;
+  grown.first = w.base ? std::min(w.first, first) : first;
+  grown.last = w.base ? std::max(w.last, last) : last;
+  size_t bytes = size * size_t(grown.last - grown.first + 1);
+  grown.base = static_cast<unsigned char *>(rt.backend().alloc(dev, bytes));
+  rt.account(dev, (long long)bytes);
+  if (rt.poison) {
+    rt.backend().fill(dev, grown.base, 0xFF, bytes);
+    rt.stats.poisonedBytes += idx(bytes);
   }
-  return p;
+  if (w.base) {
+    size_t kept = size * size_t(w.last - w.first + 1);
+    rt.backend().copy(dev, grown.base + size * size_t(w.first - grown.first), dev, w.base, kept);
+    rt.stats.regrownBytes += idx(kept);
+    rt.backend().release(dev, w.base);
+    rt.account(dev, -(long long)kept);
+  }
+  w = grown;
+}
+
+inline std::pair<idx, idx> Buffer::window(int dev) const {
+  rt.checkDevice(dev, "Buffer::window");
+  return {device[size_t(dev)].first, device[size_t(dev)].last};
 }
 
 inline bool Buffer::allocated(int dev) const {
   rt.checkDevice(dev, "Buffer::allocated");
-  return device[size_t(dev)] != nullptr;
+  return device[size_t(dev)].base != nullptr;
 }
 
 inline size_t Buffer::bytesAllocated() const {
   size_t total = 0;
-  for (void *p : device)
-    if (p)
-      total += bytes();
+  for (const Window &w : device)
+    if (w.base)
+      total += size * size_t(w.last - w.first + 1);
   return total;
 }
 
@@ -371,6 +443,8 @@ inline void Runtime::acquire(int dev, Buffer &b, const Runs &r) {
     intervals.push_back(checkedRun(b, run, "acquire"));
   if (!track)
     return;
+  auto [first, last] = hull(intervals);
+  b.reserve(dev, first, last);
   const Owners self = Owners(1) << dev;
   std::vector<Transfer> transfers;
   for (const Interval &iv : intervals)
@@ -397,6 +471,16 @@ inline void Runtime::acquire(int dev, Buffer &b, const Runs &r) {
   }
 }
 
+inline void Runtime::reserve(int dev, Buffer &b, const Runs &r) {
+  checkDevice(dev, "reserve");
+  checkBuffer(b, "reserve");
+  std::vector<Interval> intervals;
+  for (const Run &run : r.runs)
+    intervals.push_back(checkedRun(b, run, "reserve"));
+  auto [first, last] = hull(intervals);
+  b.reserve(dev, first, last);
+}
+
 inline void Runtime::acquireAll(int dev, Buffer &b) {
   Runs all;
   if (b.elements() > 0)
@@ -412,6 +496,8 @@ inline void Runtime::wrote(int dev, Buffer &b, const Runs &r) {
     intervals.push_back(checkedRun(b, run, "wrote"));
   if (!track)
     return;
+  auto [first, last] = hull(intervals);
+  b.reserve(dev, first, last);
   for (const Interval &iv : intervals)
     overwrite(b, iv, Owners(1) << dev);
 }
@@ -431,6 +517,14 @@ inline void Runtime::copyBuffer(Buffer &dst, Buffer &src) {
         " differ in size");
   if (!track || &dst == &src)
     return;
+  // A source the host holds whole (an iterated program's input, before its first step): dst
+  // takes the same host copy, and devices fetch from it what they read, as they would from src.
+  if (src.elements() > 0 && src.tracker.iterative_size() == 1 && (src.tracker.begin()->second & HOST) &&
+      boost::icl::first(src.tracker.begin()->first) == 0 && boost::icl::last(src.tracker.begin()->first) == src.elements() - 1) {
+    dst.host = src.host;
+    overwrite(dst, whole(dst), HOST);
+    return;
+  }
   // What src owns nobody: dst's value there is no one's either.
   Tracker unowned = dst.tracker;
   for (const auto &segment : src.tracker)
@@ -449,9 +543,11 @@ inline void Runtime::copyBuffer(Buffer &dst, Buffer &src) {
   for (const Transfer &t : transfers) {
     size_t bytes = dst.size * size_t(t.last - t.first + 1);
     if (t.source != fromHost) {
+      dst.reserve(t.source, t.first, t.last);
       layer.copy(t.source, dst.at(t.source, t.first), t.source, src.at(t.source, t.first), bytes);
       stats.peerBytes += idx(bytes);
     } else {
+      dst.reserve(0, t.first, t.last);
       layer.upload(0, dst.at(0, t.first), src.host + src.size * size_t(t.first), bytes);
       stats.h2dBytes += idx(bytes);
     }
