@@ -25,9 +25,11 @@ EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
   if (opt.partition) {
     if (opt.partition->name != bound.name)
       throw UsageError("--partition: the model is of program '" + opt.partition->name + "', not '" + bound.name + "'");
-    if (!isAffine(bound))
-      throw UsageError("--partition: only affine programs run on several devices so far; '" + bound.name +
-                       "' is a reduction (its multi-device combine is not built yet)");
+    if (!isAffine(bound)) {
+      BatchSplit b = batchSplit(bound);
+      if (!b.ok)
+        throw UsageError("--partition: '" + bound.name + "' is a reduction program; over several devices polyk splits a reduction's batch (its inputs' first dim) only, and here " + b.why);
+    }
     if (opt.target == EmitOptions::Target::C || opt.referenceOnly)
       throw UsageError("--partition needs --target=cuda or --target=c-mapped");
   }
@@ -39,11 +41,13 @@ EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
   } else if (opt.target != EmitOptions::Target::Cuda) {
     bool mapped = opt.target == EmitOptions::Target::MappedC;
     r.code = header + cPrologue(bound, Dialect::C) + "\n" + (mapped ? (isAffine(bound) ? emitAffineMappedC(bound, opt) : emitMappedC(bound, opt)) : emitScheduleC(bound));
+    if (opt.partition && !isAffine(bound)) r.code += emitBatchLauncher(bound, opt, false);
     if (opt.harness)
       r.code += "\n#include <string.h>\n#include <time.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) +
                 (opt.partition ? emitMultiHarness(bound, opt, false) : emitCHarness(bound, mapped ? "mapped" : "c", opt));
   } else {
     r.code = header + (isAffine(bound) ? emitAffineCudaKernels(bound, opt) : emitCudaKernels(bound, opt));
+    if (opt.partition && !isAffine(bound)) r.code += emitBatchLauncher(bound, opt, true);
     if (opt.harness) {
       r.code += "\n/* Host side of the harness. */\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"polyk/harness.h\"\n\n";
       r.code += emitReference(bound) + (opt.partition ? emitMultiHarness(bound, opt, true) : emitCudaHarness(bound, opt));

@@ -55,6 +55,15 @@ std::string affineKernelParams(const Scop &s, bool cuda);
 std::string affineKernelArgs(const Scop &s);
 std::string affineLaunchDims(const KernelConfig &kc);
 bool temporaryInMemory(const Scop &s, const TensorDecl &t);
+/// A program that ends in reductions over its inputs' first dim, a parameter (sg7: out(h) +=!
+/// t(b, s, h)): each device runs it on a share of that batch into partial outputs, combined on
+/// device 0. `why` says what stops it.
+struct BatchSplit {
+  bool ok = false;
+  std::string param, why;
+};
+BatchSplit batchSplit(const Scop &s);
+std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda);
 std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda);
 std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda);
 /// main() comparing polyk_NAME_<suffix> with the reference.

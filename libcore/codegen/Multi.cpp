@@ -10,6 +10,10 @@
 
 #include <set>
 
+#include <isl/aff.h>
+#include <isl/map.h>
+#include <isl/set.h>
+
 namespace polyk::codegen {
 
 namespace {
@@ -28,6 +32,8 @@ std::vector<std::string> accessed(const KernelPartition &kp, const std::string &
     if ((kind.empty() || a.kind == kind) && std::find(out.begin(), out.end(), a.tensor) == out.end()) out.push_back(a.tensor);
   return out;
 }
+
+std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
 
 std::string storage(const TensorDecl &t, bool cuda) { return cuda ? cudaStorageType(t.type) : cStorageType(t.type); }
 
@@ -168,6 +174,201 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     o += "  }\n";
   }
   return o + end + "}\n";
+}
+
+BatchSplit batchSplit(const Scop &s) {
+  BatchSplit b;
+  auto refuse = [&](const std::string &why) {
+    b.why = why;
+    return b;
+  };
+  // Every output written by reductions only, which nothing reads back: the program ends in its
+  // reductions, so per-device partials combine into the outputs.
+  std::set<std::string> reduced;
+  for (const auto &st : s.statements) {
+    std::string out = writtenTensor(st);
+    const TensorDecl *t = s.tensor(out);
+    if (st.kind == StmtKind::Reduce) reduced.insert(out);
+    else if (t && t->role == Role::Output && st.kind != StmtKind::Init) return refuse("output " + out + " is not written by a reduction alone");
+    if (st.kind == StmtKind::Reduce && st.op && t && (t->type == DType::F16 || t->type == DType::BF16))
+      return refuse("output " + out + " is " + (t->type == DType::F16 ? "f16" : "bf16") + " (partials would round in it; not built yet)");
+  }
+  for (const auto &st : s.statements)
+    for (const auto &r : st.reads) {
+      std::string t = isl::map(islCtx(), r).range_tuple_id().name();
+      if (reduced.count(t)) return refuse("statement " + st.name + " reads " + t + ", which a reduction writes");
+    }
+  // The batch: every input's first dim, one parameter.
+  for (const auto &t : s.tensors) {
+    if (t.role != Role::Input) continue;
+    std::string p = t.shape.empty() ? "" : t.shape[0].str();
+    bool param = std::any_of(s.params.begin(), s.params.end(), [&](const auto &kv) { return kv.first == p; });
+    if (!param) return refuse("input " + t.name + "'s first dim is not a parameter");
+    if (!b.param.empty() && b.param != p) return refuse("the inputs' first dims differ (" + b.param + ", " + p + ")");
+    b.param = p;
+  }
+  if (b.param.empty()) return refuse("no input");
+  // Every statement but the initialisations runs over the batch as its first iterator, 0 to P - 1,
+  // reads each input at that batch element, and reduces over it (it is not an output index).
+  for (const auto &st : s.statements) {
+    if (st.kind == StmtKind::Init) continue;
+    isl::set dom(islCtx(), st.domain);
+    isl_pw_multi_aff *rec = isl_pw_multi_aff_from_multi_aff(isl_multi_aff_read_from_str(islCtx().get(), st.recovery.c_str()));
+    isl::pw_aff batch = isl::manage(isl_pw_multi_aff_get_pw_aff(rec, 0)).intersect_domain(dom);
+    isl_pw_multi_aff_free(rec);
+    isl::set values = isl::manage(isl_map_range(isl_map_from_pw_aff(batch.copy())));
+    isl::set full(islCtx(), "[" + b.param + "] -> { [v] : 0 <= v < " + b.param + " }");
+    full = full.intersect_params(dom.params());
+    if (!values.is_equal(isl::manage(isl_set_reset_tuple_id(full.copy()))) && !values.is_equal(full))
+      return refuse("statement " + st.name + "'s first iterator does not run over 0.." + b.param + " - 1");
+    for (const auto &r : st.reads) {
+      isl::map read(islCtx(), r);
+      const TensorDecl *t = s.tensor(read.range_tuple_id().name());
+      if (!t || t->role != Role::Input) continue;
+      isl_pw_multi_aff *at = isl_pw_multi_aff_from_map(read.copy());
+      isl::pw_aff first = isl::manage(isl_pw_multi_aff_get_pw_aff(at, 0)).intersect_domain(dom);
+      isl_pw_multi_aff_free(at);
+      if (!isl::manage(isl_pw_aff_eq_set(first.copy(), batch.copy())).is_equal(dom))
+        return refuse("statement " + st.name + " reads " + t->name + " at another batch element than its own");
+    }
+    if (st.kind == StmtKind::Reduce) {
+      // The batch index a function of the reduced dims only (of the expression itself: a piece's
+      // domain names every dim).
+      isl_multi_aff *ma = isl_multi_aff_read_from_str(islCtx().get(), st.recovery.c_str());
+      isl_aff *first = isl_multi_aff_get_aff(ma, 0);
+      bool dependsOnBatch = false;
+      for (size_t d = 0; d < st.dims.size(); ++d)
+        if (st.dims[d] == "parallel" && isl_aff_involves_dims(first, isl_dim_in, (unsigned)d, 1)) dependsOnBatch = true;
+      isl_aff_free(first);
+      isl_multi_aff_free(ma);
+      if (dependsOnBatch) return refuse("statement " + st.name + " does not reduce over the batch");
+    }
+  }
+  b.ok = true;
+  return b;
+}
+
+namespace {
+
+/// C of `op` combining two values of storage type t (host code: the CPU backend's combine).
+std::string hostCombine(ReduceOp op, DType t, const std::string &a, const std::string &x) {
+  if (t == DType::Bool) return (op == ReduceOp::Sum || op == ReduceOp::Max || op == ReduceOp::Or) ? a + " || " + x : a + " && " + x;
+  if (op == ReduceOp::And || op == ReduceOp::Or)
+    return std::string("(") + a + " != 0 " + (op == ReduceOp::And ? "&&" : "||") + " " + x + " != 0) ? 1 : 0";
+  std::string T = cStorageType(t);
+  if (isInteger(t)) {
+    if (op == ReduceOp::Sum) return "(" + T + ")((uint64_t)" + a + " + (uint64_t)" + x + ")";
+    if (op == ReduceOp::Prod) return "(" + T + ")((uint64_t)" + a + " * (uint64_t)" + x + ")";
+    return op == ReduceOp::Max ? a + " > " + x + " ? " + a + " : " + x : a + " < " + x + " ? " + a + " : " + x;
+  }
+  std::string f = t == DType::F64 ? "" : "f";
+  if (op == ReduceOp::Sum) return a + " + " + x;
+  if (op == ReduceOp::Prod) return a + " * " + x;
+  return std::string(op == ReduceOp::Max ? "polyk_fmax" : "polyk_fmin") + f + "(" + a + ", " + x + ")";
+}
+
+const char *opStruct(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum: return "polyk::OpSum";
+  case ReduceOp::Prod: return "polyk::OpProd";
+  case ReduceOp::Max: return "polyk::OpMax";
+  case ReduceOp::Min: return "polyk::OpMin";
+  case ReduceOp::And: return "polyk::OpAnd";
+  case ReduceOp::Or: return "polyk::OpOr";
+  }
+  return "?";
+}
+
+} // namespace
+
+std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) {
+  BatchSplit split = batchSplit(s);
+  const std::string &P = split.param;
+  std::map<std::string, ReduceOp> ops; // output -> its reduction
+  for (const auto &st : s.statements)
+    if (st.kind == StmtKind::Reduce && st.op) ops[writtenTensor(st)] = *st.op;
+  std::string o = "\n/* Several devices: a reduction over the batch " + P + " (polyk-emit --partition). Each device runs\n"
+                  "   the program on its share of the batch into its own partial outputs; device 0 combines them in\n"
+                  "   device order. */\n#include \"polyk/multi.hpp\"\n";
+  if (cuda) o += "#include <stdexcept>\n#include <string>\n";
+  for (const auto &[out, op] : ops) {
+    const TensorDecl &t = *s.tensor(out);
+    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
+    if (cuda)
+      o += "__global__ void polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T +
+           " *part) {\n  polyk_idx i = (polyk_idx)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = " + opStruct(op) +
+           "::apply(out[i], part[i]);\n}\n";
+    else
+      o += "static inline void polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T +
+           " *part) {\n  for (polyk_idx i = 0; i < n; ++i) out[i] = " + hostCombine(op, t.type, "out[i]", "part[i]") + ";\n}\n";
+  }
+  std::string sig;
+  for (const auto &[name, value] : s.params) sig += ", const polyk_idx " + name;
+  for (const auto &t : s.tensors)
+    if (t.role != Role::Temporary) sig += ", polyk::multi::Buffer &" + t.name;
+  o += "static inline void polyk_" + s.name + "_multi(polyk::multi::Runtime &rt" + sig + ") {\n";
+  o += "  const int polyk_devs = rt.devices();\n";
+  // Device d's share of the batch; outputs of devices after 0 go to partial buffers.
+  o += "  std::vector<polyk::multi::Buffer *> polyk_parts;\n";
+  for (const auto &[out, op] : ops) {
+    const TensorDecl &t = *s.tensor(out);
+    o += "  std::vector<std::unique_ptr<polyk::multi::Buffer>> polyk_part_" + out + "(polyk_devs);\n";
+    o += "  for (int polyk_d = 1; polyk_d < polyk_devs; ++polyk_d) polyk_part_" + out + "[polyk_d].reset(new polyk::multi::Buffer(rt, \"" + out +
+         " (partial)\", sizeof(" + (cuda ? cudaStorageType(t.type) : cStorageType(t.type)) + "), " + elementsExpr(t) + "));\n";
+  }
+  o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n";
+  // (Shares rounded up: device 0's is never empty unless the batch is, and it always runs, so the
+  // outputs hold at least its partial, the reductions' identities for an empty batch.)
+  o += "    const polyk_idx polyk_lo = (" + P + " * polyk_d + polyk_devs - 1) / polyk_devs, polyk_hi = (" + P + " * (polyk_d + 1) + polyk_devs - 1) / polyk_devs - 1;\n";
+  o += "    if (polyk_d > 0 && polyk_lo > polyk_hi) continue;\n    polyk::multi::Runs polyk_runs;\n";
+  std::string call, args;
+  for (const auto &[name, value] : s.params) args += std::string(args.empty() ? "" : ", ") + (name == P ? "polyk_hi - polyk_lo + 1" : name);
+  for (const auto &t : s.tensors) {
+    if (t.role == Role::Temporary) continue;
+    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
+    if (t.role == Role::Input) {
+      // The share's elements: a slab of the input along its first dim.
+      std::string slab = "(1LL";
+      for (size_t d = 1; d < t.shape.size(); ++d) slab += " * (" + t.shape[d].str() + ")";
+      slab += ")";
+      o += "    polyk_runs.clear();\n    polyk::multi::Runs::add(polyk_lo * " + slab + ", (polyk_hi + 1) * " + slab + " - 1, &polyk_runs);\n";
+      o += "    if (" + slab + " > 0 && polyk_lo <= polyk_hi) rt.acquire(polyk_d, " + t.name + ", polyk_runs);\n";
+      args += ", " + t.name + ".on<" + T + ">(polyk_d) + polyk_lo * " + slab;
+    } else {
+      std::string buf = "(polyk_d == 0 ? &" + t.name + " : polyk_part_" + t.name + "[polyk_d].get())";
+      o += "    polyk::multi::Buffer &polyk_o_" + t.name + " = *" + buf + ";\n    rt.reserve(polyk_d, polyk_o_" + t.name +
+           ", [&] { polyk::multi::Runs r; if (polyk_o_" + t.name + ".elements() > 0) polyk::multi::Runs::add(0, polyk_o_" + t.name +
+           ".elements() - 1, &r); return r; }());\n";
+      args += ", polyk_o_" + t.name + ".on<" + T + ">(polyk_d)";
+    }
+  }
+  if (cuda) {
+    o += "    rt.backend().activate(polyk_d);\n";
+    o += "    if (cudaError_t polyk_e = polyk_" + s.name + "(" + args + ", (cudaStream_t)rt.backend().stream(polyk_d)); polyk_e != cudaSuccess)\n";
+    o += "      throw std::runtime_error(std::string(\"polyk_" + s.name + ": \") + cudaGetErrorString(polyk_e));\n";
+  } else {
+    o += "    polyk_" + s.name + "_mapped(" + args + ");\n";
+  }
+  for (const auto &[out, op] : ops) o += "    rt.wroteAll(polyk_d, polyk_o_" + out + ");\n";
+  o += "  }\n";
+  // The combine, in device order, on device 0.
+  o += "  for (int polyk_d = 1; polyk_d < polyk_devs; ++polyk_d) {\n";
+  o += "    if ((" + P + " * polyk_d + polyk_devs - 1) / polyk_devs > (" + P + " * (polyk_d + 1) + polyk_devs - 1) / polyk_devs - 1) continue;\n";
+  for (const auto &[out, op] : ops) {
+    const TensorDecl &t = *s.tensor(out);
+    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type), n = elementsExpr(t);
+    o += "    rt.acquireAll(0, " + out + ");\n    rt.acquireAll(0, *polyk_part_" + out + "[polyk_d]);\n";
+    o += "    if (rt.backend().local(0)) {\n";
+    if (cuda)
+      o += "      rt.backend().activate(0);\n      polyk_" + s.name + "_combine_" + out + "<<<(unsigned)((" + n + " + 255) / 256), 256, 0, (cudaStream_t)rt.backend().stream(0)>>>(" + n +
+           ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n";
+    else
+      o += "      polyk_" + s.name + "_combine_" + out + "(" + n + ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n";
+    o += "    }\n    rt.wroteAll(0, " + out + ");\n";
+  }
+  o += "  }\n}\n";
+  (void)opt;
+  return o;
 }
 
 } // namespace polyk::codegen
