@@ -32,6 +32,7 @@ runs() {
     # Full size has a CPU reference of minutes: checked at a smaller size, timed unchecked.
     blas_gemm4096*) echo "M=1000 N=1030 K=999"; echo "check=0" ;;
     contraction_abcd_aebf_dfce*) echo "S=20"; echo "check=0" ;;
+    nbody_steps*) echo "N=2048 S=4"; echo "check=0" ;;
     *) echo "-" ;;
   esac
 }

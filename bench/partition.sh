@@ -17,8 +17,8 @@ hotspot_small examples/stencil/hotspot_iter.yaml 1 N=300 S=20 devices=1,2,3,4,8
 hotspot8192 examples/stencil/hotspot_iter.yaml 1 N=8192 S=1500 check=0 devices=1,2,4 time=3
 hotspot16384 examples/stencil/hotspot_iter.yaml 1 N=16384 S=1500 check=0 devices=1,2,4 time=3
 jacobi3d examples/stencil/jacobi3d.yaml 1 check=0 devices=1,2,4 time=10
-nbody65536 examples/nbody.yaml 1 check=0 devices=1,2,4 time=5
-nbody131072 examples/nbody.yaml 1 N=131072 check=0 devices=1,2,4 time=3
+nbody65536 examples/nbody_steps.yaml 1 check=0 devices=1,2,4 time=2
+nbody131072 examples/nbody_steps.yaml 1 N=131072 check=0 devices=1,2,4 time=1
 matmul8192 examples/blas/gemm4096.yaml 1 M=8192 N=8192 K=8192 check=0 devices=1,2,4 time=3
 sg7_b2048 examples/panamera/sg7.yaml 1 B=2048 devices=1,2,4 time=10
 LIST
