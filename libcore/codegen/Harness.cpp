@@ -307,6 +307,8 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   o += "int main(int argc, char **argv) {\n";
   o += "#ifdef POLYK_MULTI_MPI\n  MPI_Init(&argc, &argv);\n  int polyk_rank = 0, polyk_ranks = 1, polyk_local = 1;\n";
   o += "  MPI_Comm_rank(MPI_COMM_WORLD, &polyk_rank);\n  MPI_Comm_size(MPI_COMM_WORLD, &polyk_ranks);\n";
+  o += "  int polyk_node_rank = 0;\n  {\n    MPI_Comm node;\n    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, polyk_rank, MPI_INFO_NULL, &node);\n";
+  o += "    MPI_Comm_rank(node, &polyk_node_rank);\n    MPI_Comm_free(&node);\n  }\n  (void)polyk_node_rank;\n";
   o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"local=\", 6) == 0) polyk_local = atoi(argv[a] + 6);\n";
   o += "  if (polyk_rank != 0 && !freopen(\"/dev/null\", \"w\", stdout)) return 2;\n#endif\n";
   o += setUp(s);
@@ -314,6 +316,7 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
     if (t.role == Role::Output) o += "  (void)h_" + t.name + ";\n";
   o += "  std::vector<int> counts = {1, 2, 3, 4, 8};\n";
   o += "#ifdef POLYK_MULTI_MPI\n  counts = {polyk_ranks * polyk_local};\n#endif\n";
+  o += "  for (int devices : counts) if (devices < 1) { fprintf(stderr, \"devices=: counts are at least 1\\n\"); return 2; }\n";
   o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"devices=\", 8) == 0) {\n";
   o += "    counts.clear();\n    for (const char *c = argv[a] + 8; *c; ) { counts.push_back(atoi(c)); while (*c && *c != ',') ++c; if (*c) ++c; }\n  }\n";
   if (cuda) {
@@ -359,7 +362,9 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   o += "  for (int devices : counts) {\n";
   std::string local = cuda ? "polyk::multi::CudaBackend" : "polyk::multi::CpuBackend";
   std::string localArgs = cuda ? ", mode)" : ")";
-  o += "#ifdef POLYK_MULTI_MPI\n    " + local + " polyk_mine(devices / polyk_ranks" + localArgs + ";\n";
+  // Real GPUs under MPI: a process drives its node's GPUs from (its rank on the node) x L on.
+  std::string mpiLocalArgs = cuda ? ", mode, polyk_node_rank * (devices / polyk_ranks))" : ")";
+  o += "#ifdef POLYK_MULTI_MPI\n    " + local + " polyk_mine(devices / polyk_ranks" + mpiLocalArgs + ";\n";
   o += "    polyk::multi::MpiBackend backend(polyk_mine, MPI_COMM_WORLD);\n#else\n";
   o += "    " + local + " backend(devices" + localArgs + ";\n#endif\n";
   o += "    polyk::multi::Runtime rt(backend);\n";

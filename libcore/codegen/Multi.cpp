@@ -37,12 +37,13 @@ std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), s
 
 std::string storage(const TensorDecl &t, bool cuda) { return cuda ? cudaStorageType(t.type) : cStorageType(t.type); }
 
-/// The kernel's arguments on device `dev`: the params, then every tensor's allocation there.
-std::string deviceArgs(const Scop &s, bool cuda, const std::string &dev) {
+/// The kernel's arguments on device `dev`: the params, then each tensor's allocation there, for
+/// the tensors the kernel touches (`touched`; the others are not allocated there for it).
+std::string deviceArgs(const Scop &s, bool cuda, const std::string &dev, const std::vector<std::string> &touched) {
   std::string a;
   for (const auto &[name, value] : s.params) a += std::string(a.empty() ? "" : ", ") + name;
   for (const auto &t : s.tensors) {
-    bool buffer = t.role != Role::Temporary || temporaryInMemory(s, t);
+    bool buffer = (t.role != Role::Temporary || temporaryInMemory(s, t)) && std::count(touched.begin(), touched.end(), t.name);
     a += std::string(a.empty() ? "" : ", ") + (buffer ? t.name + "->on<" + storage(t, cuda) + ">(" + dev + ")" : "nullptr");
   }
   return a;
@@ -140,9 +141,9 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     std::string block = "dim3(" + std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) + ")";
     auto launch = [&](const std::string &grid, const std::string &dev, const std::string &first) {
-      if (!cuda) return "    " + kc.name + "_blocks(" + (plan.split ? "polyk_lo, polyk_hi" : "0, 0") + ", " + deviceArgs(s, false, dev) + ");\n";
+      if (!cuda) return "    " + kc.name + "_blocks(" + (plan.split ? "polyk_lo, polyk_hi" : "0, 0") + ", " + deviceArgs(s, false, dev, accessed(*kp, "")) + ");\n";
       return "    rt.backend().activate(" + dev + ");\n    " + kc.name + "<<<" + grid + ", " + block + ", 0, (cudaStream_t)rt.backend().stream(" + dev +
-             ")>>>(" + first + deviceArgs(s, true, dev) + ");\n" +
+             ")>>>(" + first + deviceArgs(s, true, dev, accessed(*kp, "")) + ");\n" +
              "    if (cudaError_t polyk_e = cudaGetLastError(); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"" + kc.name +
              ": \") + cudaGetErrorString(polyk_e));\n";
     };
@@ -342,12 +343,13 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
       args += ", polyk_o_" + t.name + ".on<" + T + ">(polyk_d)";
     }
   }
+  // (Every process tracks every device; each launches on its own.)
   if (cuda) {
-    o += "    rt.backend().activate(polyk_d);\n";
-    o += "    if (cudaError_t polyk_e = polyk_" + s.name + "(" + args + ", (cudaStream_t)rt.backend().stream(polyk_d)); polyk_e != cudaSuccess)\n";
-    o += "      throw std::runtime_error(std::string(\"polyk_" + s.name + ": \") + cudaGetErrorString(polyk_e));\n";
+    o += "    if (rt.backend().local(polyk_d)) {\n      rt.backend().activate(polyk_d);\n";
+    o += "      if (cudaError_t polyk_e = polyk_" + s.name + "(" + args + ", (cudaStream_t)rt.backend().stream(polyk_d)); polyk_e != cudaSuccess)\n";
+    o += "        throw std::runtime_error(std::string(\"polyk_" + s.name + ": \") + cudaGetErrorString(polyk_e));\n    }\n";
   } else {
-    o += "    polyk_" + s.name + "_mapped(" + args + ");\n";
+    o += "    if (rt.backend().local(polyk_d)) polyk_" + s.name + "_mapped(" + args + ");\n";
   }
   for (const auto &[out, op] : ops) o += "    rt.wroteAll(polyk_d, polyk_o_" + out + ");\n";
   o += "  }\n";
@@ -360,8 +362,10 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
     o += "    rt.acquireAll(0, " + out + ");\n    rt.acquireAll(0, *polyk_part_" + out + "[polyk_d]);\n";
     o += "    if (rt.backend().local(0)) {\n";
     if (cuda)
-      o += "      rt.backend().activate(0);\n      polyk_" + s.name + "_combine_" + out + "<<<(unsigned)((" + n + " + 255) / 256), 256, 0, (cudaStream_t)rt.backend().stream(0)>>>(" + n +
-           ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n";
+      o += "      rt.backend().activate(0);\n      if (" + n + " > 0) polyk_" + s.name + "_combine_" + out + "<<<(unsigned)((" + n + " + 255) / 256), 256, 0, (cudaStream_t)rt.backend().stream(0)>>>(" + n +
+           ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n" +
+           "      if (cudaError_t polyk_e = cudaGetLastError(); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"polyk_" + s.name +
+           "_combine_" + out + ": \") + cudaGetErrorString(polyk_e));\n";
     else
       o += "      polyk_" + s.name + "_combine_" + out + "(" + n + ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n";
     o += "    }\n    rt.wroteAll(0, " + out + ");\n";

@@ -69,7 +69,7 @@ std::string printRuns(isl_ast_node *tree, const std::string &rowOffset) {
   std::string out = s ? s : "";
   free(s);
   // isl declares its iterators int; offsets of large tensors need 64 bits.
-  for (size_t at = 0; (at = out.find("for (int ", at)) != std::string::npos;) out.replace(at, 9, "for (polyk_idx ");
+  for (size_t at = 0; (at = out.find("for (int ", at)) != std::string::npos;) out.replace(at, 9, "for (polyk_enum_idx ");
   isl_printer_free(p);
   return out;
 }
@@ -83,15 +83,15 @@ std::string emitEnumerators(const Partition &part, const Scop &bound) {
     << "   contiguous runs of elements (first, last: linear offsets) that blocks polyk_lo..polyk_hi along the\n"
     << "   split member touch. No polyhedral library at run time. */\n"
     << "#include <stdint.h>\n"
-    << "typedef long long polyk_idx;\n"
+    << "typedef long long polyk_enum_idx; /* (not polyk_idx: a program's file may make that int) */\n"
     << "#ifndef polyk_enum_helpers\n#define polyk_enum_helpers\n"
-    << "static inline polyk_idx polyk_enum_floord(polyk_idx a, polyk_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n"
-    << "static inline polyk_idx polyk_enum_min(polyk_idx a, polyk_idx b) { return a < b ? a : b; }\n"
-    << "static inline polyk_idx polyk_enum_max(polyk_idx a, polyk_idx b) { return a > b ? a : b; }\n"
+    << "static inline polyk_enum_idx polyk_enum_floord(polyk_enum_idx a, polyk_enum_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n"
+    << "static inline polyk_enum_idx polyk_enum_min(polyk_enum_idx a, polyk_enum_idx b) { return a < b ? a : b; }\n"
+    << "static inline polyk_enum_idx polyk_enum_max(polyk_enum_idx a, polyk_enum_idx b) { return a > b ? a : b; }\n"
     << "#endif\n"
     << "#define floord(a, b) polyk_enum_floord((a), (b))\n#define min(a, b) polyk_enum_min((a), (b))\n#define max(a, b) polyk_enum_max((a), (b))\n\n";
   std::string params;
-  for (const auto &[name, v] : part.params) params += "polyk_idx " + name + ", ";
+  for (const auto &[name, v] : part.params) params += "polyk_enum_idx " + name + ", ";
   for (const auto &k : part.kernels) {
     if (k.split < 0) continue;
     for (const auto &a : k.accesses) {
@@ -105,6 +105,14 @@ std::string emitEnumerators(const Partition &part, const Scop &bound) {
       slab += "] : polyk_lo <= b" + std::to_string(k.split) + " <= polyk_hi }";
       isl::set elems = m.intersect_domain(isl::set(ctx, slab)).range().coalesce();
       unsigned rank = elems.tuple_dim();
+      std::string fn = "polyk_enum_" + k.name + "_" + a.tensor + "_" + a.kind;
+      std::string head = "static inline void " + fn + "(" + params + "polyk_enum_idx polyk_lo, polyk_enum_idx polyk_hi,\n    void (*run)(polyk_enum_idx first, polyk_enum_idx last, void *user), void *user) {\n";
+      if (rank == 0) {
+        // A scalar: its one element, for any non-empty range of blocks.
+        o << "/* " << k.name << ", " << a.tensor << " (" << a.kind << "s): a scalar */\n" << head
+          << "  if (polyk_lo <= polyk_hi) run(0, 0, user);\n}\n\n";
+        continue;
+      }
       // Rows: every dim but the innermost; per row, its first and last innermost index.
       isl::map rows = isl::manage(isl_map_move_dims(isl_map_from_range(elems.copy()), isl_dim_in, 0, isl_dim_out, 0, rank - 1));
       RunCallbacks cb;
@@ -148,10 +156,9 @@ std::string emitEnumerators(const Partition &part, const Scop &bound) {
       build = isl_ast_build_set_at_each_domain(build, &RunCallbacks::atRow, &cb);
       isl_ast_node *tree = isl_ast_build_node_from_schedule_map(build, sched);
       isl_ast_build_free(build);
-      std::string fn = "polyk_enum_" + k.name + "_" + a.tensor + "_" + a.kind;
       o << "/* " << k.name << ", " << a.tensor << " (" << a.kind << "s): blocks polyk_lo..polyk_hi of member " << k.split
         << (exact ? ", runs exact" : perElement ? ", an element per run (the rows have gaps)" : ", runs span the rows' gaps") << " */\n";
-      o << "static inline void " << fn << "(" << params << "polyk_idx polyk_lo, polyk_idx polyk_hi,\n    void (*run)(polyk_idx first, polyk_idx last, void *user), void *user) {\n";
+      o << head;
       o << "  (void)run; (void)user;\n";
       o << printRuns(tree, rowOffset) << "}\n\n";
       isl_ast_node_free(tree);

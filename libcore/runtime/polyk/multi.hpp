@@ -175,8 +175,9 @@ class Runtime {
   // false ("gamma"): upload / acquire / wrote / copyBuffer do nothing (arguments are still
   // checked), download only synchronizes.
   bool track = true;
-  // false ("beta"): the tracker is updated as usual, but no copies and no poison fills are issued
-  // (results are then wrong; for timing). download still gathers, so the host sees something.
+  // false ("beta"): the tracker is updated as usual, but no copies and no poison fills of stale
+  // copies are issued (results are then wrong; for timing); windows are still allocated (and,
+  // with poison, filled). download still gathers, so the host sees something.
   bool transfer = true;
   // Stale device copies and fresh allocations are filled with 0xFF bytes, so that a missed
   // transfer shows up as a wrong result (NaN in floats) rather than as plausible old data.
@@ -538,16 +539,25 @@ inline void Runtime::copyBuffer(Buffer &dst, Buffer &src) {
     plan(transfers, source, boost::icl::first(segment.first), boost::icl::last(segment.first));
     overwrite(dst, segment.first, Owners(1) << (source != fromHost ? source : 0));
   }
+  // (The windows before the transfer switch: without transfers the tracker still says these
+  // devices own the ranges, and a later download reads them there.)
+  // One window per device, the hull of its transfers (no regrowth between them).
+  std::vector<std::pair<idx, idx>> span(size_t(devices()), {std::numeric_limits<idx>::max(), -1});
+  for (const Transfer &t : transfers) {
+    auto &[first, last] = span[size_t(t.source != fromHost ? t.source : 0)];
+    first = std::min(first, t.first);
+    last = std::max(last, t.last);
+  }
+  for (int d = 0; d < devices(); ++d)
+    dst.reserve(d, span[size_t(d)].first, span[size_t(d)].second);
   if (!transfer)
     return;
   for (const Transfer &t : transfers) {
     size_t bytes = dst.size * size_t(t.last - t.first + 1);
     if (t.source != fromHost) {
-      dst.reserve(t.source, t.first, t.last);
       layer.copy(t.source, dst.at(t.source, t.first), t.source, src.at(t.source, t.first), bytes);
       stats.peerBytes += idx(bytes);
     } else {
-      dst.reserve(0, t.first, t.last);
       layer.upload(0, dst.at(0, t.first), src.host + src.size * size_t(t.first), bytes);
       stats.h2dBytes += idx(bytes);
     }

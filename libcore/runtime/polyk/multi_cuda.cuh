@@ -30,15 +30,16 @@ class CudaBackend : public Backend {
  public:
   enum class Mode { Virtual, Gpu };
 
-  CudaBackend(int devices, Mode m) : mode(m), count(devices) {
+  // Mode::Gpu: device d is GPU firstGpu + d (an MPI process drives its node's GPUs from its share on).
+  CudaBackend(int devices, Mode m, int firstGpu = 0) : mode(m), count(devices), first(firstGpu) {
     if (devices < 1)
       throw std::invalid_argument("polyk::multi::CudaBackend: needs at least one device");
     if (mode == Mode::Gpu) {
       int gpus = 0;
       POLYK_MULTI_CUDA_CHECK(cudaGetDeviceCount(&gpus));
-      if (devices > gpus)
-        throw std::invalid_argument("polyk::multi::CudaBackend: " + std::to_string(devices) + " devices, " +
-            std::to_string(gpus) + " GPUs");
+      if (firstGpu < 0 || firstGpu + devices > gpus)
+        throw std::invalid_argument("polyk::multi::CudaBackend: " + std::to_string(devices) + " devices from GPU " +
+            std::to_string(firstGpu) + ", " + std::to_string(gpus) + " GPUs");
     } else {
       POLYK_MULTI_CUDA_CHECK(cudaGetDevice(&home));
     }
@@ -89,7 +90,7 @@ class CudaBackend : public Backend {
     activate(dst);
     POLYK_MULTI_CUDA_CHECK(cudaStreamWaitEvent(streams[dst], events[src], 0));
     if (mode == Mode::Gpu)
-      POLYK_MULTI_CUDA_CHECK(cudaMemcpyPeerAsync(to, dst, from, src, bytes, streams[dst]));
+      POLYK_MULTI_CUDA_CHECK(cudaMemcpyPeerAsync(to, first + dst, from, first + src, bytes, streams[dst]));
     else
       POLYK_MULTI_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, streams[dst]));
     // ...and src's later kernels (or poison fills) may overwrite `from` only once it has been
@@ -115,7 +116,7 @@ class CudaBackend : public Backend {
     if (dev < 0 || dev >= count)
       throw std::out_of_range("polyk::multi::CudaBackend: device " + std::to_string(dev) + " of " +
           std::to_string(count));
-    POLYK_MULTI_CUDA_CHECK(cudaSetDevice(mode == Mode::Gpu ? dev : home));
+    POLYK_MULTI_CUDA_CHECK(cudaSetDevice(mode == Mode::Gpu ? first + dev : home));
   }
   void *stream(int dev) override { return streams.at(size_t(dev)); }
   void synchronize() override {
@@ -131,10 +132,10 @@ class CudaBackend : public Backend {
         int can = 0;
         if (peer == d)
           continue;
-        POLYK_MULTI_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, d, peer));
+        POLYK_MULTI_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, first + d, first + peer));
         if (!can)
           continue;  // cudaMemcpyPeerAsync stages through the host then
-        cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+        cudaError_t status = cudaDeviceEnablePeerAccess(first + peer, 0);
         if (status == cudaErrorPeerAccessAlreadyEnabled)
           (void)cudaGetLastError();  // another runtime in this process enabled it: fine
         else
@@ -160,6 +161,7 @@ class CudaBackend : public Backend {
   Mode mode;
   int count;
   int home = 0;  // Virtual: the GPU all devices share
+  int first = 0; // Gpu: the GPU of device 0
   std::vector<cudaStream_t> streams;
   std::vector<cudaEvent_t> events;
 };

@@ -10,9 +10,9 @@
 
 typedef struct { long long n; unsigned char *hit; long long twice, outside; } Marks;
 
-static void mark(polyk_idx first, polyk_idx last, void *user) {
+static void mark(polyk_enum_idx first, polyk_enum_idx last, void *user) {
   Marks *m = (Marks *)user;
-  for (polyk_idx e = first; e <= last; ++e) {
+  for (polyk_enum_idx e = first; e <= last; ++e) {
     if (e < 0 || e >= m->n) { m->outside++; continue; }
     if (m->hit[e]++) m->twice++;
   }
