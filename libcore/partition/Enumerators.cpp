@@ -85,9 +85,9 @@ std::string emitEnumerators(const Partition &part, const Scop &bound) {
     << "#include <stdint.h>\n"
     << "typedef long long polyk_enum_idx; /* (not polyk_idx: a program's file may make that int) */\n"
     << "#ifndef polyk_enum_helpers\n#define polyk_enum_helpers\n"
-    << "static inline polyk_enum_idx polyk_enum_floord(polyk_enum_idx a, polyk_enum_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n"
-    << "static inline polyk_enum_idx polyk_enum_min(polyk_enum_idx a, polyk_enum_idx b) { return a < b ? a : b; }\n"
-    << "static inline polyk_enum_idx polyk_enum_max(polyk_enum_idx a, polyk_enum_idx b) { return a > b ? a : b; }\n"
+    << "static inline __attribute__((unused)) polyk_enum_idx polyk_enum_floord(polyk_enum_idx a, polyk_enum_idx b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }\n"
+    << "static inline __attribute__((unused)) polyk_enum_idx polyk_enum_min(polyk_enum_idx a, polyk_enum_idx b) { return a < b ? a : b; }\n"
+    << "static inline __attribute__((unused)) polyk_enum_idx polyk_enum_max(polyk_enum_idx a, polyk_enum_idx b) { return a > b ? a : b; }\n"
     << "#endif\n"
     << "#define floord(a, b) polyk_enum_floord((a), (b))\n#define min(a, b) polyk_enum_min((a), (b))\n#define max(a, b) polyk_enum_max((a), (b))\n\n";
   std::string params;
