@@ -477,6 +477,15 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
   return t.role == Role::Temporary && !promotedAnywhere(s, t.name) && !unused(s, t.name);
 }
 
+/// Kernel k's staged tiles and, under --prefetch=auto, their prefetch (the CUDA kernel's plan,
+/// which the mapped C runs by one thread).
+Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt) {
+  Staging staging;
+  staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
+  if (opt.prefetch == "auto") planPrefetch(s, staging, s.kernels.at(k));
+  return staging;
+}
+
 } // namespace
 
 std::string affineKernelParams(const Scop &s, bool cuda) { return params(s, cuda); }
@@ -497,9 +506,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    Staging staging;
-    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
-    if (opt.prefetch == "auto") planPrefetch(s, staging, kc);
+    Staging staging = kernelStaging(s, bound, k, opt);
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda, regs, staging);
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
@@ -571,9 +578,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    Staging staging;
-    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
-    if (opt.prefetch == "auto") planPrefetch(s, staging, kc); // (the CUDA kernel's, run by one thread)
+    Staging staging = kernelStaging(s, bound, k, opt); // (the CUDA kernel's, run by one thread)
     o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging);
     // blockIdx / threadIdx as the kernel's prologue reads them.
     o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";
@@ -595,9 +600,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    Staging staging;
-    staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
-    if (opt.prefetch == "auto") planPrefetch(s, staging, kc);
+    Staging staging = kernelStaging(s, bound, k, opt);
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     auto range = [&](char axis, const std::string &var, const std::string &extent) {
       if (plan.split && plan.axis == axis)

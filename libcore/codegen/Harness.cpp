@@ -315,10 +315,10 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   for (const auto &t : s.tensors)
     if (t.role == Role::Output) o += "  (void)h_" + t.name + ";\n";
   o += "  std::vector<int> counts = {1, 2, 3, 4, 8};\n";
-  o += "#ifdef POLYK_MULTI_MPI\n  counts = {polyk_ranks * polyk_local};\n#endif\n";
-  o += "  for (int devices : counts) if (devices < 1) { fprintf(stderr, \"devices=: counts are at least 1\\n\"); return 2; }\n";
   o += "  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"devices=\", 8) == 0) {\n";
   o += "    counts.clear();\n    for (const char *c = argv[a] + 8; *c; ) { counts.push_back(atoi(c)); while (*c && *c != ',') ++c; if (*c) ++c; }\n  }\n";
+  o += "#ifdef POLYK_MULTI_MPI\n  counts = {polyk_ranks * polyk_local}; /* (devices= does not apply) */\n#endif\n";
+  o += "  for (int devices : counts) if (devices < 1) { fprintf(stderr, \"devices=: counts are at least 1\\n\"); return 2; }\n";
   if (cuda) {
     o += "  polyk::multi::CudaBackend::Mode mode = polyk::multi::CudaBackend::Mode::Virtual;\n  int timeReps = 0;\n";
     o += "  for (int a = 1; a < argc; ++a) {\n    if (strcmp(argv[a], \"backend=gpu\") == 0) mode = polyk::multi::CudaBackend::Mode::Gpu;\n";

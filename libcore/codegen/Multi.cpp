@@ -268,18 +268,6 @@ std::string hostCombine(ReduceOp op, DType t, const std::string &a, const std::s
   return std::string(op == ReduceOp::Max ? "polyk_fmax" : "polyk_fmin") + f + "(" + a + ", " + x + ")";
 }
 
-const char *opStruct(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum: return "polyk::OpSum";
-  case ReduceOp::Prod: return "polyk::OpProd";
-  case ReduceOp::Max: return "polyk::OpMax";
-  case ReduceOp::Min: return "polyk::OpMin";
-  case ReduceOp::And: return "polyk::OpAnd";
-  case ReduceOp::Or: return "polyk::OpOr";
-  }
-  return "?";
-}
-
 } // namespace
 
 std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) {
@@ -297,7 +285,7 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
     std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
     if (cuda)
       o += "__global__ void polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T +
-           " *part) {\n  polyk_idx i = (polyk_idx)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = " + opStruct(op) +
+           " *part) {\n  polyk_idx i = (polyk_idx)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = " + reduceOpTag(op) +
            "::apply(out[i], part[i]);\n}\n";
     else
       o += "static inline void polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T +
