@@ -370,12 +370,16 @@ static std::vector<double> stencil(int devices, const std::vector<double> &input
       idx first = n * d / devices, last = n * (d + 1) / devices - 1;
       if (first > last)
         continue;
-      Runs reads, writes;
+      Runs reads, halo, writes;
+      Runs::add(first > 0 ? first - 1 : 0, last + 1 < n ? last + 1 : last, &halo);
       if (skipHalo && s > 0)
         Runs::add(first, last, &reads);
       else
-        Runs::add(first > 0 ? first - 1 : 0, last + 1 < n ? last + 1 : last, &reads);
+        reads = halo;
       Runs::add(first, last, &writes);
+      // (The window holds the halo either way: a skipped acquire leaves stale values in it to
+      // read, not memory outside it.)
+      rt.reserve(d, *in, halo);
       rt.acquire(d, *in, reads);
       rt.reserve(d, *out, writes);
       const double *x = in->on<double>(d);
