@@ -259,6 +259,22 @@ class Runtime {
     return Interval::closed(run.first, run.last);
   }
   Interval whole(const Buffer &b) const { return Interval::closed(0, b.elements() - 1); }
+  // The runs as intervals, after checking the device, the buffer and every run (a failed call
+  // changes nothing).
+  std::vector<Interval> checkedRuns(int dev, const Buffer &b, const Runs &r, const char *what) const {
+    checkDevice(dev, what);
+    checkBuffer(b, what);
+    std::vector<Interval> intervals;
+    for (const Run &run : r.runs)
+      intervals.push_back(checkedRun(b, run, what));
+    return intervals;
+  }
+  static Runs allOf(const Buffer &b) {
+    Runs all;
+    if (b.elements() > 0)
+      all.runs.push_back({0, b.elements() - 1});
+    return all;
+  }
 
   void fill(Buffer &b, int dev, idx first, idx last) {
     size_t bytes = b.size * size_t(last - first + 1);
@@ -437,11 +453,7 @@ inline void Runtime::download(Buffer &b, void *host) {
 }
 
 inline void Runtime::acquire(int dev, Buffer &b, const Runs &r) {
-  checkDevice(dev, "acquire");
-  checkBuffer(b, "acquire");
-  std::vector<Interval> intervals;
-  for (const Run &run : r.runs)
-    intervals.push_back(checkedRun(b, run, "acquire"));
+  std::vector<Interval> intervals = checkedRuns(dev, b, r, "acquire");
   if (!track)
     return;
   auto [first, last] = hull(intervals);
@@ -473,28 +485,15 @@ inline void Runtime::acquire(int dev, Buffer &b, const Runs &r) {
 }
 
 inline void Runtime::reserve(int dev, Buffer &b, const Runs &r) {
-  checkDevice(dev, "reserve");
-  checkBuffer(b, "reserve");
-  std::vector<Interval> intervals;
-  for (const Run &run : r.runs)
-    intervals.push_back(checkedRun(b, run, "reserve"));
+  std::vector<Interval> intervals = checkedRuns(dev, b, r, "reserve");
   auto [first, last] = hull(intervals);
   b.reserve(dev, first, last);
 }
 
-inline void Runtime::acquireAll(int dev, Buffer &b) {
-  Runs all;
-  if (b.elements() > 0)
-    all.runs.push_back({0, b.elements() - 1});
-  acquire(dev, b, all);
-}
+inline void Runtime::acquireAll(int dev, Buffer &b) { acquire(dev, b, allOf(b)); }
 
 inline void Runtime::wrote(int dev, Buffer &b, const Runs &r) {
-  checkDevice(dev, "wrote");
-  checkBuffer(b, "wrote");
-  std::vector<Interval> intervals;
-  for (const Run &run : r.runs)
-    intervals.push_back(checkedRun(b, run, "wrote"));
+  std::vector<Interval> intervals = checkedRuns(dev, b, r, "wrote");
   if (!track)
     return;
   auto [first, last] = hull(intervals);
@@ -503,12 +502,7 @@ inline void Runtime::wrote(int dev, Buffer &b, const Runs &r) {
     overwrite(b, iv, Owners(1) << dev);
 }
 
-inline void Runtime::wroteAll(int dev, Buffer &b) {
-  Runs all;
-  if (b.elements() > 0)
-    all.runs.push_back({0, b.elements() - 1});
-  wrote(dev, b, all);
-}
+inline void Runtime::wroteAll(int dev, Buffer &b) { wrote(dev, b, allOf(b)); }
 
 inline void Runtime::copyBuffer(Buffer &dst, Buffer &src) {
   checkBuffer(dst, "copyBuffer");
