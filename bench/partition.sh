@@ -14,13 +14,14 @@ bin=${POLYK_BIN:-build/bin}
 cases() {
   cat <<'LIST'
 hotspot_small examples/stencil/hotspot_iter.yaml 1 N=300 S=20 devices=1,2,3,4,8
-hotspot8192 examples/stencil/hotspot_iter.yaml 1 N=8192 S=1500 check=0 devices=1,2,4 time=3
-hotspot16384 examples/stencil/hotspot_iter.yaml 1 N=16384 S=1500 check=0 devices=1,2,4 time=3
+hotspot8192 examples/stencil/hotspot_iter.yaml 1 N=8192 S=1500 check=0 devices=1,2,4 time=2
+hotspot16384 examples/stencil/hotspot_iter.yaml 1 N=16384 S=1500 check=0 devices=1,2,4,8 time=2
 jacobi3d examples/stencil/jacobi3d.yaml 1 check=0 devices=1,2,4 time=10
 nbody65536 examples/nbody_steps.yaml 1 check=0 devices=1,2,4 time=2
-nbody131072 examples/nbody_steps.yaml 1 N=131072 check=0 devices=1,2,4 time=1
-matmul8192 examples/blas/gemm4096.yaml 1 M=8192 N=8192 K=8192 check=0 devices=1,2,4 time=3
-sg7_b2048 examples/panamera/sg7.yaml 1 B=2048 devices=1,2,4 time=10
+nbody131072 examples/nbody_steps.yaml 1 N=131072 check=0 devices=1,2,4,8 time=1
+matmul8192 examples/blas/gemm4096.yaml 1 M=8192 N=8192 K=8192 check=0 devices=1,2,4,8 time=3
+matmul16384 examples/blas/gemm4096.yaml 1 M=16384 N=16384 K=16384 check=0 devices=1,2,4,8 time=1
+sg7_b2048 examples/panamera/sg7.yaml 1 B=2048 devices=1,2,4,8 time=10
 LIST
 }
 if [ "$mode" = prepare ]; then
@@ -42,7 +43,8 @@ fi
 out=${OUT:-.}/partition.txt
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee "$out"
-ls "$dir"/*.cu | xargs -P 8 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime -I$dir/boost {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || { echo 'nvcc failed: {}'; head -20 {}.log; }"
+# Binaries built beforehand (bench/partition-gpus.sh prepare builds them where nvcc is) are kept.
+for f in "$dir"/*.cu; do [ -x "${f%.cu}" ] || echo "$f"; done | xargs -r -P 8 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime -I$dir/boost {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || { echo 'nvcc failed: {}'; head -20 {}.log; }"
 cases | while read -r name _ args; do
   echo "== $name $args" | tee -a "$out"
   # shellcheck disable=SC2086

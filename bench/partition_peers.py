@@ -19,6 +19,7 @@ CASES = {
     "nbody65536": lambda: nbody(65536),
     "nbody131072": lambda: nbody(131072),
     "matmul8192": lambda: gemm(8192, 8192, 8192),
+    "matmul16384": lambda: gemm(16384, 16384, 16384),
 }
 
 for name, make in CASES.items():

@@ -333,6 +333,7 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   if (!cuda) {
     o += "  polyk_" + s.name + "_mapped(" + args(s, "h_", "c_") + ");\n";
   } else {
+    o += "  int polyk_home = 0;\n  POLYK_CHECK(cudaGetDevice(&polyk_home));\n";
     for (const auto &t : s.tensors) {
       if (t.role == Role::Temporary) continue;
       std::string ty = cudaStorageType(t.type), bytes = "sizeof(" + ty + ") * n_" + t.name;
@@ -411,7 +412,8 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   o += "  }\n";
   if (cuda) {
     // The unpartitioned launcher, timed the same way (wall time, synchronised).
-    o += "  if (timeReps > 0) {\n    std::vector<double> us;\n    for (int r = 0; r <= timeReps; ++r) {\n";
+    // (on the GPU of the one-device run: a backend of real GPUs leaves another one current)
+    o += "  if (timeReps > 0) {\n    POLYK_CHECK(cudaSetDevice(polyk_home));\n    std::vector<double> us;\n    for (int r = 0; r <= timeReps; ++r) {\n";
     o += "      POLYK_CHECK(cudaDeviceSynchronize());\n      auto t0 = std::chrono::steady_clock::now();\n";
     o += "      POLYK_CHECK(" + launch(s, "d_", "0") + ");\n      POLYK_CHECK(cudaDeviceSynchronize());\n";
     o += "      if (r > 0) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());\n    }\n";

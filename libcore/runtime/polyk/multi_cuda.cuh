@@ -146,12 +146,12 @@ class CudaBackend : public Backend {
   // Errors are ignored here: it runs in the destructor, and after a failed call in the constructor.
   void destroy() noexcept {
     for (size_t d = 0; d < streams.size(); ++d) {
-      (void)cudaSetDevice(mode == Mode::Gpu ? int(d) : home);
+      (void)cudaSetDevice(mode == Mode::Gpu ? first + int(d) : home);
       (void)cudaStreamSynchronize(streams[d]);
       (void)cudaStreamDestroy(streams[d]);
     }
     for (size_t d = 0; d < events.size(); ++d) {
-      (void)cudaSetDevice(mode == Mode::Gpu ? int(d) : home);
+      (void)cudaSetDevice(mode == Mode::Gpu ? first + int(d) : home);
       (void)cudaEventDestroy(events[d]);
     }
     streams.clear();

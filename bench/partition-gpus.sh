@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# polyk-partition on the GPUs of one machine (issues 25 and 26), one command per part:
+#   here (nvcc, mpicxx):  bench/partition-gpus.sh prepare
+#       bench/partition.sh prepare, then every harness built for sm_90 (plain, and with
+#       -DPOLYK_MULTI_MPI for the MPI runs), and bench/peer_bw.cu. Carry build/partition.
+#       The GPU machine has no MPI: `prepare` also downloads OpenMPI's Debian packages to .mpi/
+#       (carry .mpi too); `run` unpacks them without overwriting a file that is there.
+#   on the GPU machine:   bench/partition-gpus.sh run PART...   (raw lines to $OUT/partition-PART.txt)
+#       virtual  every workload on 1, 2, 4 (8) virtual devices of GPU 0: alpha / beta / gamma
+#                (bench/partition.sh run)
+#       gpus     Hotspot 16384^2 x 1500, N-body 131072 x 96, Matmul 16384^2 (and the small
+#                checks) on 1..G real GPUs, G = the GPUs there, one process
+#       mpi      the same through MPI: 2 ranks x 1 virtual device of GPU 0 against 1 process
+#                with 2 virtual devices; 1 rank per GPU where there are several
+#       peers    torch.compile / cuBLAS single-GPU times (bench/partition_peers.py)
+#       bw       copy bandwidths: within GPU 0, and GPU 0 <-> 1 (bench/peer_bw.cu)
+#   then here:            python3 bench/partition_table.py FILES... > bench/results/<date>-<device>-partition.csv
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+shift || true
+dir=build/partition
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+# The workloads the real-GPU and MPI parts run (names as in bench/partition.sh).
+big="hotspot16384 nbody131072 matmul16384"
+args_hotspot16384="N=16384 S=1500 check=0"
+args_nbody131072="N=131072 check=0"
+args_matmul16384="M=16384 N=16384 K=16384 check=0"
+args_hotspot_small="N=300 S=20"
+args_sg7_b2048="B=2048"
+
+if [ "$mode" = prepare ]; then
+  bash bench/partition.sh prepare || exit 1
+  for f in "$dir"/*.cu; do
+    "$nvcc" -std=c++17 -O3 -arch=sm_90 -I"$dir/runtime" -I"$dir/boost" "$f" -o "${f%.cu}" || exit 1
+  done
+  if command -v mpicxx > /dev/null; then
+    for n in $big hotspot_small sg7_b2048; do
+      "$nvcc" -ccbin mpicxx -std=c++17 -O3 -arch=sm_90 -DPOLYK_MULTI_MPI -I"$dir/runtime" -I"$dir/boost" "$dir/$n.cu" -o "$dir/$n.mpi" || exit 1
+    done
+    mkdir -p .mpi && (cd .mpi && apt-get download openmpi-bin openmpi-common libopenmpi3 libpmix2 libhwloc15 \
+      libevent-core-2.1-7 libevent-pthreads-2.1-7 libevent-2.1-7 libudev1 zlib1g libltdl7 libnuma1 libucx0 \
+      libfabric1 libibverbs1 librdmacm1 ibverbs-providers libnl-3-200 libnl-route-3-200 libpsm2-2 \
+      libpsm-infinipath1 libmunge2 libuuid1 libatomic1 > /dev/null) || echo "no OpenMPI packages: the mpi part will skip"
+  fi
+  "$nvcc" -O2 -arch=sm_90 bench/peer_bw.cu -o "$dir/peer_bw" || exit 1
+  du -sh "$dir" .mpi 2> /dev/null
+  exit 0
+fi
+
+out=${OUT:-.}
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+run_case() {  # name args...: one harness run, its lines to stdout
+  local name=$1
+  shift
+  echo "== $name $*"
+  timeout 240 "$dir/$name" "$@" 2>&1
+  echo "rc=$?"
+}
+mpi_ready() {
+  command -v mpirun > /dev/null && return 0
+  [ -d .mpi ] || return 1
+  # OpenMPI from Debian's packages, unpacked beside the image's files (none overwritten).
+  rm -rf /tmp/mpiroot && mkdir -p /tmp/mpiroot
+  for deb in .mpi/*.deb; do dpkg-deb -x "$deb" /tmp/mpiroot 2> /dev/null || dpkg -x "$deb" /tmp/mpiroot; done
+  cp -rn /tmp/mpiroot/. / && ldconfig
+  command -v mpirun > /dev/null
+}
+mpirun_() {
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun --oversubscribe \
+    --mca btl self,vader --mca pml ob1 --mca btl_vader_single_copy_mechanism none \
+    --mca mca_base_component_show_load_errors 0 "$@" 2>&1
+  echo "rc=$?"
+}
+
+for part in "$@"; do
+  log=$out/partition-$part.txt
+  {
+    echo "# $part on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x $gpus, $(date -u +%F)"
+    case $part in
+      virtual)
+        OUT=$out bash bench/partition.sh run > /dev/null
+        cat "$out/partition.txt"
+        ;;
+      gpus)
+        counts=1
+        for c in 2 4 8; do [ "$c" -le "$gpus" ] && counts="$counts,$c"; done
+        run_case hotspot_small $args_hotspot_small backend=gpu devices=$counts
+        run_case sg7_b2048 $args_sg7_b2048 backend=gpu devices=$counts time=10
+        run_case hotspot16384 $args_hotspot16384 backend=gpu devices=$counts time=2
+        run_case nbody131072 $args_nbody131072 backend=gpu devices=$counts time=1
+        run_case matmul16384 $args_matmul16384 backend=gpu devices=$counts time=1
+        ;;
+      mpi)
+        if ! mpi_ready; then echo "SKIP mpi: no mpirun"; continue; fi
+        mpirun --version | head -1
+        for n in hotspot_small sg7_b2048 $big; do
+          eval "a=\$args_$n"
+          reps=1
+          [ "$n" = sg7_b2048 ] && reps=10
+          [ "$n" = hotspot_small ] && reps=0
+          # shellcheck disable=SC2154,SC2086
+          { echo "== $n 1 process, 2 virtual devices"; timeout 240 "$dir/$n" $a devices=2 time=$reps 2>&1; echo "rc=$?"; }
+          echo "== $n 2 ranks x 1 virtual device"
+          # shellcheck disable=SC2086
+          mpirun_ -np 2 "$dir/$n.mpi" $a time=$reps
+          if [ "$gpus" -ge 2 ]; then
+            echo "== $n $gpus ranks x 1 GPU"
+            # shellcheck disable=SC2086
+            mpirun_ -np "$gpus" "$dir/$n.mpi" $a backend=gpu time=$reps
+          fi
+        done
+        ;;
+      peers)
+        timeout 400 python3 bench/partition_peers.py 2>&1
+        ;;
+      bw)
+        "$dir/peer_bw" 2>&1
+        nvidia-smi topo -m 2>&1 | head -12
+        ;;
+      *) echo "unknown part $part" ;;
+    esac
+  } 2>&1 | tee "$log"
+done

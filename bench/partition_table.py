@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""bench/partition-gpus.sh's raw lines -> the partition CSV (the header of the other benchmark
+files: suite,case,contender,median_us,bytes) on stdout, and a summary on stderr:
+
+  - the partitioned program on one device against the unpartitioned launcher;
+  - Matz §9.2's non-transfer overhead (beta - gamma) / alpha per device count;
+  - the bytes copied between devices per run and per step;
+  - a PROJECTION of the 2-, 4- and 8-GPU speedups: T_N = T_1 / N + (bytes_N / N) / BW, with T_1
+    the one-GPU time, bytes_N the peer bytes one run copies on N virtual devices (each device
+    receiving its share over its own link), BW the one-way peer bandwidth (--bw, GB/s) and no
+    overlap of copies with compute. It is a model, not a measurement.
+
+  python3 bench/partition_table.py partition-*.txt [--bw 395] > bench/results/<date>-<device>-partition.csv
+"""
+import argparse
+import re
+import statistics
+import sys
+
+STEPS = {"hotspot8192": 1500, "hotspot16384": 1500, "hotspot_small": 20, "nbody65536": 96, "nbody131072": 96}
+
+
+def parse(paths):
+    rows = []  # (case, contender, us, bytes)
+    fails = []
+    real = {}  # (case, GPUs) -> alpha us, one process driving real GPUs
+    section = None
+    for path in paths:
+        for line in open(path, errors="replace"):
+            line = line.strip()
+            if line.startswith("== "):
+                section = line[3:]
+                continue
+            m = re.match(r"TIME (\S+) (\S+) devices=(\d+) alpha_us=(\S+) beta_us=(\S+) gamma_us=(\S+) peer_bytes_per_run=(\d+)", line)
+            if m:
+                name, backend, d, a, b, g, peer = m.groups()
+                d = int(d)
+                if backend == "mpi":
+                    kind = "rank-virtual" if "virtual" in (section or "") else "rank"
+                    base = f"polyk-{d}{kind}"
+                elif backend == "gpu":
+                    base = f"polyk-{d}gpu"
+                    real[(name, d)] = float(a)
+                else:
+                    base = f"polyk-virtual-{d}" if d > 1 else "polyk-1gpu"
+                for suffix, us in (("", a), ("-beta", b), ("-gamma", g)):
+                    rows.append((name, base + suffix, float(us), int(peer)))
+                continue
+            m = re.match(r"TIME (\S+) single us=(\S+)", line)
+            if m:
+                rows.append((m.group(1), "polyk-unpartitioned", float(m.group(2)), 0))
+                continue
+            m = re.match(r"PEER (\S+) (\S+) us=(\S+)", line)
+            if m:
+                rows.append((m.group(1), m.group(2), float(m.group(3)), 0))
+                continue
+            if line.startswith("FAIL") or re.match(r"rc=[1-9]", line) or "nvcc failed" in line:
+                fails.append(f"{section}: {line}")
+    return rows, fails, real
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--bw", type=float, default=395.0, help="one-way peer bandwidth, GB/s")
+    opt = ap.parse_args()
+    rows, fails, real = parse(opt.files)
+    print("suite,case,contender,median_us,bytes")
+    seen = set()
+    for case, contender, us, nbytes in rows:
+        if (case, contender) in seen:
+            continue  # the first measurement of a pair is kept
+        seen.add((case, contender))
+        print(f"partition,{case},{contender},{us:.1f},{nbytes}")
+    t = {(c, k): (us, b) for c, k, us, b in rows}
+    err = sys.stderr
+    for f in fails:
+        print("FAILED", f, file=err)
+    cases = sorted({c for c, _, _, _ in rows})
+    overheads = {}
+    print(f"{'case':14} {'1dev/unpart':>11} {'virt2 ovh':>9} {'virt4 ovh':>9} {'bytes/step(2)':>13} "
+          f"{'proj x2':>7} {'proj x4':>7} {'proj x8':>7} {'2gpu x':>6} {'torch/1gpu':>10}", file=err)
+    for c in cases:
+        single = t.get((c, "polyk-unpartitioned"), (None, 0))[0]
+        one = t.get((c, "polyk-1gpu"), (None, 0))[0]
+        cells = [f"{one / single:11.3f}" if one and single else f"{'-':>11}"]
+        for d in (2, 4):
+            k = f"polyk-virtual-{d}"
+            if (c, k) in t:
+                a, b, g = t[(c, k)][0], t[(c, k + "-beta")][0], t[(c, k + "-gamma")][0]
+                ovh = (b - g) / a
+                overheads.setdefault(d, []).append(ovh)
+                cells.append(f"{100 * ovh:8.2f}%")
+            else:
+                cells.append(f"{'-':>9}")
+        steps = STEPS.get(c, 1)
+        b2 = t.get((c, "polyk-virtual-2"), (0, 0))[1]
+        cells.append(f"{b2 / steps:13.0f}")
+        for d in (2, 4, 8):
+            k = f"polyk-virtual-{d}" if d > 1 else "polyk-1gpu"
+            if one and (c, k) in t:
+                proj = one / d + (t[(c, k)][1] / d) / (opt.bw * 1e3)  # bytes / (GB/s * 1e3) = us
+                cells.append(f"{one / proj:7.2f}")
+            else:
+                cells.append(f"{'-':>7}")
+        g1, g2 = real.get((c, 1)), real.get((c, 2))
+        cells.append(f"{g1 / g2:6.2f}" if g1 and g2 else f"{'-':>6}")
+        peer = next((t[(c, k)][0] for k in ("torch.compile", "cuBLAS") if (c, k) in t), None)
+        cells.append(f"{peer / one:10.2f}" if peer and one else f"{'-':>10}")
+        print(f"{c:14} " + " ".join(cells), file=err)
+    for (c, d), us in sorted(real.items()):
+        if d > 1 and (c, 1) in real:
+            print(f"real GPUs: {c} on {d} GPUs {real[(c, 1)] / us:.2f}x the same program on 1 GPU", file=err)
+    for d, v in sorted(overheads.items()):
+        print(f"median non-transfer overhead (beta - gamma) / alpha on {d} virtual devices: "
+              f"{100 * statistics.median(v):.2f}% over {len(v)} workloads", file=err)
+    print(f"(projection: T_N = T_1/N + bytes_N/(N * {opt.bw:g} GB/s), copies not overlapped; a model)", file=err)
+
+
+if __name__ == "__main__":
+    main()
