@@ -304,7 +304,8 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   // Compiled with -DPOLYK_MULTI_MPI (mpicxx, and mpirun -np R): each process drives `local=L`
   // devices (1 by default) of R * L, through polyk/multi_mpi.hpp; process 0 prints.
   o += "#ifdef POLYK_MULTI_MPI\n#include \"polyk/multi_mpi.hpp\"\n#endif\n";
-  o += "int main(int argc, char **argv) {\n";
+  // (Line-buffered: a run stopped by a time limit still shows the lines it printed.)
+  o += "int main(int argc, char **argv) {\n  setvbuf(stdout, NULL, _IOLBF, 0);\n";
   o += "#ifdef POLYK_MULTI_MPI\n  MPI_Init(&argc, &argv);\n  int polyk_rank = 0, polyk_ranks = 1, polyk_local = 1;\n";
   o += "  MPI_Comm_rank(MPI_COMM_WORLD, &polyk_rank);\n  MPI_Comm_size(MPI_COMM_WORLD, &polyk_ranks);\n";
   o += "  int polyk_node_rank = 0;\n  {\n    MPI_Comm node;\n    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, polyk_rank, MPI_INFO_NULL, &node);\n";

@@ -103,7 +103,10 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
        "   are not split run on device 0. The caller uploads the inputs (and the outputs' initial values)\n"
        "   and downloads the outputs. */\n";
   o += "static inline void polyk_" + s.name + "_multi(polyk::multi::Runtime &rt" + sig + ") {\n";
-  o += "  const int polyk_devs = rt.devices();\n  polyk::multi::Runs polyk_runs;\n  (void)polyk_devs; (void)polyk_runs;\n";
+  o += "  const int polyk_devs = rt.devices();\n  (void)polyk_devs;\n";
+  const std::string plansAt = "/*polyk-plans*/";
+  o += plansAt;
+  std::string plans;
   for (const auto &t : s.tensors) {
     if (t.role != Role::Temporary) {
       o += "  polyk::multi::Buffer *" + t.name + " = &polyk_" + t.name + ";\n";
@@ -157,23 +160,34 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     }
     std::string share = "    const polyk_idx polyk_lo = polyk_n * polyk_d / polyk_devs, polyk_hi = polyk_n * (polyk_d + 1) / polyk_devs - 1;\n"
                         "    if (polyk_lo > polyk_hi) continue;\n";
-    auto each = [&](const std::string &kind, const std::string &call) {
-      std::string b;
-      for (const auto &t : accessed(*kp, kind))
-        b += "    polyk_runs.clear();\n    polyk_enum_" + kc.name + "_" + t + "_" + kind + "(" + params + "polyk_lo, polyk_hi, polyk::multi::Runs::add, &polyk_runs);\n    rt." +
-             call + "(polyk_d, *" + t + ", polyk_runs);\n";
-      return b;
-    };
+    // The runs are listed once per launcher call (LaunchRuns, declared before the steps) and
+    // reused by every step.
+    std::vector<std::string> reads = accessed(*kp, "read"), writes = accessed(*kp, "write");
+    std::string runsOf = "polyk_runs_" + kc.name;
+    plans += "  polyk::multi::LaunchRuns " + runsOf + "(polyk_devs, " + std::to_string(reads.size()) + ", " + std::to_string(writes.size()) + ");\n";
+    std::string list;
+    for (size_t i = 0; i < reads.size(); ++i)
+      list += "    polyk_enum_" + kc.name + "_" + reads[i] + "_read(" + params + "polyk_lo, polyk_hi, polyk::multi::Runs::add, &" + runsOf + ".read(polyk_d, " + std::to_string(i) + "));\n";
+    for (size_t i = 0; i < writes.size(); ++i)
+      list += "    polyk_enum_" + kc.name + "_" + writes[i] + "_write(" + params + "polyk_lo, polyk_hi, polyk::multi::Runs::add, &" + runsOf + ".write(polyk_d, " + std::to_string(i) + "));\n";
+    std::string before, after;
+    for (size_t i = 0; i < reads.size(); ++i) before += "    rt.acquire(polyk_d, *" + reads[i] + ", " + runsOf + ".read(polyk_d, " + std::to_string(i) + "));\n";
+    for (size_t i = 0; i < writes.size(); ++i) {
+      before += "    " + runsOf + ".prepareWrite(rt, polyk_d, *" + writes[i] + ", " + std::to_string(i) + ");\n";
+      after += "    rt.wrote(polyk_d, *" + writes[i] + ", " + runsOf + ".write(polyk_d, " + std::to_string(i) + "));\n";
+    }
     std::string dims[3] = {kc.grid[0], kc.grid[1], kc.grid[2]};
     dims[plan.axis - 'x'] = "(polyk_hi - polyk_lo + 1) * " + plan.inner;
     o += "  { /* " + kc.name + ": its blocks along " + plan.axis + " shared out (" + kp->reason + ") */\n";
     o += "  const polyk_idx polyk_n = " + plan.count + ";\n";
-    o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("read", "acquire") + each("write", "reserve") + "  }\n";
+    o += "  if (rt.track && !" + runsOf + ".listed()) {\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + list + "  }\n  " + runsOf + ".finish();\n  }\n";
+    o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + before + "  }\n";
     o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + "    if (!rt.backend().local(polyk_d)) continue; /* another process's */\n" +
          launch("dim3(" + dims[0] + ", " + dims[1] + ", " + dims[2] + ")", "polyk_d", "polyk_lo * " + plan.inner + ", ") + "  }\n";
-    o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + each("write", "wrote") + "  }\n";
+    o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + after + "  }\n";
     o += "  }\n";
   }
+  o.replace(o.find(plansAt), plansAt.size(), plans);
   return o + end + "}\n";
 }
 

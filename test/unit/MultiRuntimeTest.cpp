@@ -468,3 +468,82 @@ TEST(MultiStencilMissingAcquire, PoisonShowsInTheResult) {
   EXPECT_TRUE(std::isnan(wrong[99]) && std::isnan(wrong[100]) && std::isnan(wrong[199]) && std::isnan(wrong[200]));
   EXPECT_FALSE(std::isnan(wrong[0]) || std::isnan(wrong[150]) || std::isnan(wrong[299]));
 }
+
+TEST(MultiLaunchRuns, ReadRunsAFewElementsApartAreBridged) {
+  LaunchRuns plan(1, 1, 0);
+  plan.read(0, 0) = runs({{0, 9}, {12, 20}, {85, 90}, {200, 210}});
+  plan.finish(64);
+  ASSERT_EQ(plan.read(0, 0).runs.size(), 2u);  // gaps of 2 and 64 bridged, 109 not
+  EXPECT_EQ(plan.read(0, 0).runs[0].first, 0);
+  EXPECT_EQ(plan.read(0, 0).runs[0].last, 90);
+  EXPECT_EQ(plan.read(0, 0).runs[1].first, 200);
+  EXPECT_TRUE(plan.listed());
+}
+
+// A 6 x 6 array whose interior rows 1..4 two devices write, rows 1-2 and 3-4 (a stencil's output
+// split along its rows): the hulls are disjoint, so each device's writes become one segment, and
+// the border elements between its rows (which nobody writes) keep their values: acquired with the
+// hull, uploaded values there and not poison after the download.
+TEST(MultiLaunchRuns, RowSplitWritesAreRecordedAsHullsAndKeepTheUnwrittenBorder) {
+  const idx n = 6;
+  CpuBackend backend(2);
+  Runtime rt(backend);
+  Buffer b(rt, "out", 4, n * n);
+  auto host = randomData(size_t(n * n), 7);
+  rt.upload(b, host.data());
+  LaunchRuns plan(2, 0, 1);
+  for (int d = 0; d < 2; ++d)
+    for (idx i = 1 + 2 * d; i <= 2 + 2 * d; ++i)
+      Runs::add(i * n + 1, i * n + n - 2, &plan.write(d, 0));
+  plan.finish();
+  ASSERT_TRUE(plan.hullWrite(0));
+  ASSERT_EQ(plan.write(0, 0).runs.size(), 1u);
+  EXPECT_EQ(plan.write(0, 0).runs[0].first, 7);
+  EXPECT_EQ(plan.write(0, 0).runs[0].last, 16);
+  std::vector<std::uint32_t> expect = host;
+  for (int d = 0; d < 2; ++d) {
+    plan.prepareWrite(rt, d, b, 0);
+    auto *p = b.on<std::uint32_t>(d);
+    for (idx i = 1 + 2 * d; i <= 2 + 2 * d; ++i)
+      for (idx j = 1; j <= n - 2; ++j) {
+        p[i * n + j] = std::uint32_t(100 * d + i * n + j + 1);
+        expect[size_t(i * n + j)] = p[i * n + j];
+      }
+    rt.wrote(d, b, plan.write(d, 0));
+  }
+  EXPECT_EQ(rt.describe(b), "[0,6]:{host} [7,16]:{0} [17,18]:{host} [19,28]:{1} [29,35]:{host}");
+  std::vector<std::uint32_t> got(size_t(n * n));
+  rt.download(b, got.data());
+  EXPECT_EQ(got, expect);
+}
+
+// The same array split along its columns: each device's rows interleave with the other's, so the
+// hulls overlap and the exact runs are kept.
+TEST(MultiLaunchRuns, ColumnSplitWritesKeepTheirExactRuns) {
+  const idx n = 6;
+  CpuBackend backend(2);
+  Runtime rt(backend);
+  Buffer b(rt, "out", 4, n * n);
+  auto host = randomData(size_t(n * n), 8);
+  rt.upload(b, host.data());
+  LaunchRuns plan(2, 0, 1);
+  for (int d = 0; d < 2; ++d)
+    for (idx i = 0; i < n; ++i)
+      Runs::add(i * n + 3 * d, i * n + 3 * d + 2, &plan.write(d, 0));
+  plan.finish();
+  EXPECT_FALSE(plan.hullWrite(0));
+  EXPECT_EQ(plan.write(0, 0).runs.size(), size_t(n));
+  std::vector<std::uint32_t> expect(size_t(n * n));
+  for (int d = 0; d < 2; ++d) {
+    plan.prepareWrite(rt, d, b, 0);
+    auto *p = b.on<std::uint32_t>(d);
+    for (idx i = 0; i < n; ++i)
+      for (idx j = 3 * d; j < 3 * d + 3; ++j)
+        expect[size_t(i * n + j)] = p[i * n + j] = std::uint32_t(7 * (i * n + j) + d + 1);
+    rt.wrote(d, b, plan.write(d, 0));
+  }
+  EXPECT_EQ(rt.stats.h2dBytes, 0);  // reserved, not acquired: nothing uploaded
+  std::vector<std::uint32_t> got(size_t(n * n));
+  rt.download(b, got.data());
+  EXPECT_EQ(got, expect);
+}

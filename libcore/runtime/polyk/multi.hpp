@@ -114,6 +114,75 @@ using Tracker = boost::icl::interval_map<idx, Owners, boost::icl::partial_absorb
 using Interval = Tracker::interval_type;
 
 class Runtime;
+class Buffer;
+
+// What one split kernel's launches touch on each device, listed by its enumerators once per
+// launcher call (an iterated program's steps repeat the same runs) and prepared for the tracker,
+// so that a step costs a few tracker operations per device rather than one per row:
+//  - read runs a few elements apart are bridged: reading more than a kernel needs is always
+//    safe, and one copy of a row with some unread elements beats several;
+//  - a write whose devices' hulls are pairwise disjoint (rows in the order of the split blocks,
+//    as a row-major array split along its outer dimension has them) is handled as its hull:
+//    acquired before the launch, so that the elements between the rows that the device does not
+//    write hold their latest value there too, and recorded as one segment after it. Other writes
+//    keep their exact runs (reserved before, recorded after).
+class LaunchRuns {
+ public:
+  LaunchRuns(int devices, int reads, int writes)
+      : reads_(size_t(devices) * size_t(reads)), writes_(size_t(devices) * size_t(writes)),
+        hulls(size_t(writes), false), nReads(reads), nWrites(writes) {}
+  bool listed() const { return done; }
+  Runs &read(int dev, int k) { return reads_.at(size_t(dev) * size_t(nReads) + size_t(k)); }
+  Runs &write(int dev, int k) { return writes_.at(size_t(dev) * size_t(nWrites) + size_t(k)); }
+  bool hullWrite(int k) const { return hulls.at(size_t(k)); }
+  // After listing every device's runs.
+  void finish(idx gap = 64) {
+    for (Runs &r : reads_)
+      bridge(r, gap);
+    int devices = nWrites > 0 ? int(writes_.size() / size_t(nWrites)) : 0;
+    for (int k = 0; k < nWrites; ++k) {
+      std::vector<Run> spans;
+      for (int d = 0; d < devices; ++d)
+        if (const Runs &r = write(d, k); !r.runs.empty())
+          spans.push_back(span(r));
+      std::sort(spans.begin(), spans.end(), [](const Run &a, const Run &b) { return a.first < b.first; });
+      bool disjoint = true;
+      for (size_t i = 1; i < spans.size(); ++i)
+        disjoint = disjoint && spans[i].first > spans[i - 1].last;
+      hulls[size_t(k)] = disjoint;
+      if (disjoint)
+        for (int d = 0; d < devices; ++d)
+          if (Runs &r = write(d, k); !r.runs.empty())
+            r.runs = {span(r)};
+    }
+    done = true;
+  }
+  // Before dev's launch, for its k-th written buffer (the read ones: Runtime::acquire).
+  inline void prepareWrite(Runtime &rt, int dev, Buffer &b, int k);
+
+ private:
+  static Run span(const Runs &r) {
+    Run s = r.runs.front();
+    for (const Run &run : r.runs) {
+      s.first = std::min(s.first, run.first);
+      s.last = std::max(s.last, run.last);
+    }
+    return s;
+  }
+  static void bridge(Runs &r, idx gap) {
+    std::vector<Run> merged;
+    for (const Run &run : r.runs)
+      if (!merged.empty() && run.first >= merged.back().first && run.first <= merged.back().last + 1 + gap)
+        merged.back().last = std::max(merged.back().last, run.last);
+      else
+        merged.push_back(run);
+    r.runs = std::move(merged);
+  }
+  std::vector<Runs> reads_, writes_;
+  std::vector<bool> hulls;
+  int nReads, nWrites;
+  bool done = false;
+};
 
 class Buffer {
  public:
@@ -557,6 +626,13 @@ inline void Runtime::copyBuffer(Buffer &dst, Buffer &src) {
     }
     ++stats.copies;
   }
+}
+
+inline void LaunchRuns::prepareWrite(Runtime &rt, int dev, Buffer &b, int k) {
+  if (hullWrite(k))
+    rt.acquire(dev, b, write(dev, k));
+  else
+    rt.reserve(dev, b, write(dev, k));
 }
 
 inline std::string Runtime::describe(const Buffer &b) const {
