@@ -45,7 +45,9 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee "$out"
 # Binaries built beforehand (bench/partition-gpus.sh prepare builds them where nvcc is) are kept.
 for f in "$dir"/*.cu; do [ -x "${f%.cu}" ] || echo "$f"; done | xargs -r -P 8 -I{} sh -c "$nvcc -std=c++17 -O3 -arch=sm_90 -I$dir/runtime -I$dir/boost {} -o \$(echo {} | sed 's/\\.cu\$//') 2> {}.log || { echo 'nvcc failed: {}'; head -20 {}.log; }"
+# ONLY="a b": just those cases.
 cases | while read -r name _ args; do
+  if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $name "* ]]; then continue; fi
   echo "== $name $args" | tee -a "$out"
   # shellcheck disable=SC2086
   timeout 150 "$dir/$name" $args 2>&1 | tee -a "$out"

@@ -6,7 +6,8 @@ files: suite,case,contender,median_us,bytes) on stdout, and a summary on stderr:
   - Matz §9.2's non-transfer overhead (beta - gamma) / alpha per device count;
   - the bytes copied between devices per run and per step;
   - a PROJECTION of the 2-, 4- and 8-GPU speedups: T_N = T_1 / N + (bytes_N / N) / BW, with T_1
-    the one-GPU time, bytes_N the peer bytes one run copies on N virtual devices (each device
+    the one-GPU time, bytes_N the bytes one run copies between N virtual devices (the larger of
+    a repeated run's and the first run's, which also redistributes the inputs; each device
     receiving its share over its own link), BW the one-way peer bandwidth (--bw, GB/s) and no
     overlap of copies with compute. It is a model, not a measurement.
 
@@ -20,10 +21,16 @@ import sys
 STEPS = {"hotspot8192": 1500, "hotspot16384": 1500, "hotspot_small": 20, "nbody65536": 96, "nbody131072": 96}
 
 
+def case_of(section, program):
+    """The benchmark case (the first word of the `== case ...` header), else the program."""
+    return section.split()[0] if section else program
+
+
 def parse(paths):
     rows = []  # (case, contender, us, bytes)
     fails = []
     real = {}  # (case, GPUs) -> alpha us, one process driving real GPUs
+    first = {}  # (case, virtual devices) -> peer bytes of the first (checked) run
     section = None
     for path in paths:
         for line in open(path, errors="replace"):
@@ -33,22 +40,29 @@ def parse(paths):
                 continue
             m = re.match(r"TIME (\S+) (\S+) devices=(\d+) alpha_us=(\S+) beta_us=(\S+) gamma_us=(\S+) peer_bytes_per_run=(\d+)", line)
             if m:
-                name, backend, d, a, b, g, peer = m.groups()
+                _, backend, d, a, b, g, peer = m.groups()
+                name = case_of(section, m.group(1))
                 d = int(d)
                 if backend == "mpi":
                     kind = "rank-virtual" if "virtual" in (section or "") else "rank"
                     base = f"polyk-{d}{kind}"
                 elif backend == "gpu":
                     base = f"polyk-{d}gpu"
-                    real[(name, d)] = float(a)
+                    real.setdefault((name, d), float(a))
                 else:
                     base = f"polyk-virtual-{d}" if d > 1 else "polyk-1gpu"
                 for suffix, us in (("", a), ("-beta", b), ("-gamma", g)):
                     rows.append((name, base + suffix, float(us), int(peer)))
                 continue
-            m = re.match(r"TIME (\S+) single us=(\S+)", line)
+            m = re.match(r"PASS (\S+) \(virtual, (\d+) devices\) bitwise=\d peer_bytes=(\d+)", line)
             if m:
-                rows.append((m.group(1), "polyk-unpartitioned", float(m.group(2)), 0))
+                first.setdefault((case_of(section, m.group(1)), int(m.group(2))), int(m.group(3)))
+                continue
+            m = re.match(r"TIME (\S+) single us=(\S+)", line)
+            if m and "ranks" in (section or ""):
+                continue  # every rank times it on GPU 0 at once: not a one-GPU time
+            if m:
+                rows.append((case_of(section, m.group(1)), "polyk-unpartitioned", float(m.group(2)), 0))
                 continue
             m = re.match(r"PEER (\S+) (\S+) us=(\S+)", line)
             if m:
@@ -56,7 +70,7 @@ def parse(paths):
                 continue
             if line.startswith("FAIL") or re.match(r"rc=[1-9]", line) or "nvcc failed" in line:
                 fails.append(f"{section}: {line}")
-    return rows, fails, real
+    return rows, fails, real, first
 
 
 def main():
@@ -64,7 +78,7 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--bw", type=float, default=395.0, help="one-way peer bandwidth, GB/s")
     opt = ap.parse_args()
-    rows, fails, real = parse(opt.files)
+    rows, fails, real, first = parse(opt.files)
     print("suite,case,contender,median_us,bytes")
     seen = set()
     for case, contender, us, nbytes in rows:
@@ -78,7 +92,7 @@ def main():
         print("FAILED", f, file=err)
     cases = sorted({c for c, _, _, _ in rows})
     overheads = {}
-    print(f"{'case':14} {'1dev/unpart':>11} {'virt2 ovh':>9} {'virt4 ovh':>9} {'bytes/step(2)':>13} "
+    print(f"{'case':14} {'1dev/unpart':>11} {'virt2 ovh':>9} {'virt4 ovh':>9} {'xfer B/step(2)':>14} "
           f"{'proj x2':>7} {'proj x4':>7} {'proj x8':>7} {'2gpu x':>6} {'torch/1gpu':>10}", file=err)
     for c in cases:
         single = t.get((c, "polyk-unpartitioned"), (None, 0))[0]
@@ -94,12 +108,18 @@ def main():
             else:
                 cells.append(f"{'-':>9}")
         steps = STEPS.get(c, 1)
-        b2 = t.get((c, "polyk-virtual-2"), (0, 0))[1]
-        cells.append(f"{b2 / steps:13.0f}")
+        # Between devices: an N-device run's bytes less the one-device run's (an iterated
+        # program's copies of its input into its output buffers, within each device).
+        within = t.get((c, "polyk-1gpu"), (0, 0))[1]
+        b2 = t.get((c, "polyk-virtual-2"), (0, within))[1] - within
+        cells.append(f"{b2 / steps:14.0f}")
         for d in (2, 4, 8):
             k = f"polyk-virtual-{d}" if d > 1 else "polyk-1gpu"
             if one and (c, k) in t:
-                proj = one / d + (t[(c, k)][1] / d) / (opt.bw * 1e3)  # bytes / (GB/s * 1e3) = us
+                # Repeated runs find their inputs in place; a single run (the first) also
+                # redistributes them (Matmul's second matrix): the larger of the two.
+                between = max(t[(c, k)][1] - within, first.get((c, d), 0) - first.get((c, 1), 0))
+                proj = one / d + (between / d) / (opt.bw * 1e3)  # bytes / (GB/s * 1e3) = us
                 cells.append(f"{one / proj:7.2f}")
             else:
                 cells.append(f"{'-':>7}")

@@ -164,7 +164,10 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     // reused by every step.
     std::vector<std::string> reads = accessed(*kp, "read"), writes = accessed(*kp, "write");
     std::string runsOf = "polyk_runs_" + kc.name;
-    plans += "  polyk::multi::LaunchRuns " + runsOf + "(polyk_devs, " + std::to_string(reads.size()) + ", " + std::to_string(writes.size()) + ");\n";
+    std::string key;
+    for (const auto &[name, value] : s.params) key += std::string(key.empty() ? "" : ", ") + "(polyk::multi::idx)" + name;
+    plans += "  polyk::multi::LaunchRuns &" + runsOf + " = rt.runsFor(\"" + kc.name + "\", {" + key + "}, " + std::to_string(reads.size()) + ", " +
+             std::to_string(writes.size()) + ");\n";
     std::string list;
     for (size_t i = 0; i < reads.size(); ++i)
       list += "    polyk_enum_" + kc.name + "_" + reads[i] + "_read(" + params + "polyk_lo, polyk_hi, polyk::multi::Runs::add, &" + runsOf + ".read(polyk_d, " + std::to_string(i) + "));\n";

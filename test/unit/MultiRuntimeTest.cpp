@@ -547,3 +547,16 @@ TEST(MultiLaunchRuns, ColumnSplitWritesKeepTheirExactRuns) {
   rt.download(b, got.data());
   EXPECT_EQ(got, expect);
 }
+
+TEST(MultiLaunchRuns, RuntimeKeepsOneListPerSiteAndParameters) {
+  CpuBackend backend(3);
+  Runtime rt(backend);
+  LaunchRuns &a = rt.runsFor("k0", {100, 7}, 2, 1);
+  EXPECT_FALSE(a.listed());
+  a.finish();
+  EXPECT_EQ(&rt.runsFor("k0", {100, 7}, 2, 1), &a);
+  EXPECT_TRUE(rt.runsFor("k0", {100, 7}, 2, 1).listed());
+  EXPECT_NE(&rt.runsFor("k0", {100, 8}, 2, 1), &a);
+  EXPECT_NE(&rt.runsFor("k1", {100, 7}, 2, 1), &a);
+  EXPECT_FALSE(rt.runsFor("k1", {100, 7}, 2, 1).listed());
+}

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <memory>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -283,6 +285,17 @@ class Runtime {
   // The tracker's segments, e.g. "[0,99]:{0} [100,199]:{1,host}".
   std::string describe(const Buffer &b) const;
 
+  // The runs of launch site `site` (a kernel) for these parameter values, listed by the
+  // generated code on first use and kept for the runtime's life: enumerating is a pure function
+  // of the parameters and the device count, and a launcher called again (a time step of the
+  // caller's, a benchmark's repetitions) then pays a few tracker operations per device only.
+  LaunchRuns &runsFor(const std::string &site, std::vector<idx> params, int reads, int writes) {
+    auto &slot = sites[{site, std::move(params)}];
+    if (!slot)
+      slot = std::make_unique<LaunchRuns>(devices(), reads, writes);
+    return *slot;
+  }
+
  private:
   friend class Buffer;
   // One backend call for adjacent segments that come from the same source.
@@ -392,6 +405,7 @@ class Runtime {
   }
 
   Backend &layer;
+  std::map<std::pair<std::string, std::vector<idx>>, std::unique_ptr<LaunchRuns>> sites;
   std::vector<size_t> now = std::vector<size_t>(size_t(layer.devices()), 0), peak = now;
 };
 

@@ -74,6 +74,9 @@ class CudaBackend : public Backend {
     return p;
   }
   void release(int dev, void *p) override {
+    // Another device's queued peer copy may still read p (a window that grew, a buffer going
+    // away): every device's work ends first. (cudaFree waits only for the GPU it frees on.)
+    synchronize();
     activate(dev);
     POLYK_MULTI_CUDA_CHECK(cudaFree(p));
   }
