@@ -560,3 +560,25 @@ TEST(MultiLaunchRuns, RuntimeKeepsOneListPerSiteAndParameters) {
   EXPECT_NE(&rt.runsFor("k1", {100, 7}, 2, 1), &a);
   EXPECT_FALSE(rt.runsFor("k1", {100, 7}, 2, 1).listed());
 }
+
+// A backend whose allocations are aligned (CudaBackend: 256 bytes): windows start on such a
+// boundary of the tensor, so that kernels index with the alignment of one whole allocation.
+TEST(MultiRuntime, WindowsKeepTheBackendsAlignment) {
+  struct Aligned : CpuBackend {
+    Aligned() : CpuBackend(2) {}
+    size_t alignment() const override { return 256; }
+  } backend;
+  Runtime rt(backend);
+  Buffer b(rt, "b", 4, 1000);
+  auto host = randomData(1000, 3);
+  rt.upload(b, host.data());
+  rt.acquire(1, b, runs({{70, 99}}));
+  EXPECT_EQ(b.window(1), std::make_pair(idx(64), idx(99)));
+  EXPECT_EQ(std::memcmp(b.on<std::uint32_t>(1) + 70, host.data() + 70, 120), 0);
+  EXPECT_EQ(rt.stats.h2dBytes, 120);  // the window's extra elements are not copied
+  Buffer odd(rt, "odd", 12, 100);      // 12-byte elements: no boundary to keep
+  auto oddHost = randomData(300, 4);  // (upload keeps the pointer: acquire reads it)
+  rt.upload(odd, oddHost.data());
+  rt.acquire(0, odd, runs({{7, 9}}));
+  EXPECT_EQ(odd.window(0), std::make_pair(idx(7), idx(9)));
+}

@@ -122,6 +122,7 @@ class CudaBackend : public Backend {
     POLYK_MULTI_CUDA_CHECK(cudaSetDevice(mode == Mode::Gpu ? first + dev : home));
   }
   void *stream(int dev) override { return streams.at(size_t(dev)); }
+  size_t alignment() const override { return 256; }
   void synchronize() override {
     for (size_t d = 0; d < streams.size(); ++d)
       POLYK_MULTI_CUDA_CHECK(cudaStreamSynchronize(streams[d]));

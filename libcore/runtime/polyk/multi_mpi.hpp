@@ -38,6 +38,7 @@ class MpiBackend : public Backend {
   int devices() const override { return perRank * ranks; }
   const char *name() const override { return "mpi"; }
   bool local(int dev) const override { return owner(dev) == rank; }
+  size_t alignment() const override { return in.alignment(); }
   int process() const { return rank; }
   int processes() const { return ranks; }
 
