@@ -11,7 +11,7 @@ files: suite,case,contender,median_us,bytes) on stdout, and a summary on stderr:
     receiving its share over its own link), BW the one-way peer bandwidth (--bw, GB/s) and no
     overlap of copies with compute. It is a model, not a measurement.
 
-  python3 bench/partition_table.py partition-*.txt [--bw 395] > bench/results/<date>-<device>-partition.csv
+  python3 bench/partition_table.py partition-*.txt [--bw 395] [--plot speedup.png] > bench/results/<date>-<device>-partition.csv
 """
 import argparse
 import re
@@ -73,10 +73,53 @@ def parse(paths):
     return rows, fails, real, first
 
 
+def projection(t, first, c, d, bw):
+    """The projected speedup of case c on d GPUs (the model in this file's docstring)."""
+    one, within = t[(c, "polyk-1gpu")]
+    k = f"polyk-virtual-{d}" if d > 1 else "polyk-1gpu"
+    # Between devices: an N-device run's bytes less the one-device run's (an iterated program's
+    # copies of its input into its output buffers, within each device). Repeated runs find their
+    # inputs in place; a single run (the first) also redistributes them (Matmul's second matrix):
+    # the larger of the two.
+    between = max(t[(c, k)][1] - within, first.get((c, d), 0) - first.get((c, 1), 0), 0)
+    return one / (one / d + (between / d) / (bw * 1e3))  # bytes / (GB/s * 1e3) = us
+
+
+PLOTTED = {"hotspot16384": "Hotspot 16384² ×1500", "nbody131072": "N-body 131072 ×96",
+           "matmul16384": "Matmul 16384²", "jacobi3d": "Jacobi3D 512³"}
+
+
+def plot(t, real, first, bw, out, title):
+    """GPUs against speedup: measured (one process, real GPUs), projected, and ideal."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    ax.plot([1, 8], [1, 8], color="0.6", lw=1, label="ideal")
+    for i, (c, label) in enumerate(PLOTTED.items()):
+        measured = [(g, real[(c, 1)] / real[(c, g)]) for g in (1, 2, 4, 8) if (c, g) in real and (c, 1) in real]
+        if len(measured) > 1:
+            ax.plot(*zip(*measured), "o-", color=f"C{i}", label=f"{label}, measured")
+        if (c, "polyk-1gpu") in t:
+            proj = [(1, 1.0)] + [(d, projection(t, first, c, d, bw)) for d in (2, 4, 8) if (c, f"polyk-virtual-{d}") in t]
+            ax.plot(*zip(*proj), "x--", color=f"C{i}", alpha=0.7, label=f"{label}, projected")
+    ax.set_xlabel("GPUs (H100)")
+    ax.set_ylabel("speedup over the same program on 1 GPU")
+    ax.set_xticks([1, 2, 4, 8])
+    ax.set_yticks([1, 2, 4, 6, 8])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--bw", type=float, default=395.0, help="one-way peer bandwidth, GB/s")
+    ap.add_argument("--plot", help="also draw the speedup plot into this PNG (matplotlib)")
+    ap.add_argument("--title", default="polyk-partition: measured on real GPUs, projected beyond")
     opt = ap.parse_args()
     rows, fails, real, first = parse(opt.files)
     print("suite,case,contender,median_us,bytes")
@@ -118,11 +161,7 @@ def main():
         for d in (2, 4, 8):
             k = f"polyk-virtual-{d}" if d > 1 else "polyk-1gpu"
             if one and (c, k) in t:
-                # Repeated runs find their inputs in place; a single run (the first) also
-                # redistributes them (Matmul's second matrix): the larger of the two.
-                between = max(t[(c, k)][1] - within, first.get((c, d), 0) - first.get((c, 1), 0))
-                proj = one / d + (between / d) / (opt.bw * 1e3)  # bytes / (GB/s * 1e3) = us
-                cells.append(f"{one / proj:7.2f}")
+                cells.append(f"{projection(t, first, c, d, opt.bw):7.2f}")
             else:
                 cells.append(f"{'-':>7}")
         g1, g2 = real.get((c, 1)), real.get((c, 2))
@@ -136,6 +175,8 @@ def main():
     for d, v in sorted(overheads.items()):
         print(f"median non-transfer overhead (beta - gamma) / alpha on {d} virtual devices: "
               f"{100 * statistics.median(v):.2f}% over {len(v)} workloads", file=err)
+    if opt.plot:
+        plot(t, real, first, opt.bw, opt.plot, opt.title)
     print(f"(projection: T_N = T_1/N + bytes_N/(N * {opt.bw:g} GB/s), copies not overlapped; a model)", file=err)
 
 
