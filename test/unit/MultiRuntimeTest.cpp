@@ -480,18 +480,24 @@ TEST(MultiLaunchRuns, ReadRunsAFewElementsApartAreBridged) {
   EXPECT_TRUE(plan.listed());
 }
 
-// A 6 x 6 array whose interior rows 1..4 two devices write, rows 1-2 and 3-4 (a stencil's output
+// A 6 x 6 array of random values on the host, over 2 CPU devices, and the runs of one kernel that
+// writes it.
+class MultiLaunchRuns6x6 : public ::testing::Test {
+ protected:
+  const idx n = 6;
+  CpuBackend backend{2};
+  Runtime rt{backend};
+  Buffer b{rt, "out", 4, 36};
+  std::vector<std::uint32_t> host = randomData(36, 7);
+  LaunchRuns plan{2, 0, 1};
+  void SetUp() override { rt.upload(b, host.data()); }
+};
+
+// Interior rows 1..4 of the array, which two devices write, rows 1-2 and 3-4 (a stencil's output
 // split along its rows): the hulls are disjoint, so each device's writes become one segment, and
 // the border elements between its rows (which nobody writes) keep their values: acquired with the
 // hull, uploaded values there and not poison after the download.
-TEST(MultiLaunchRuns, RowSplitWritesAreRecordedAsHullsAndKeepTheUnwrittenBorder) {
-  const idx n = 6;
-  CpuBackend backend(2);
-  Runtime rt(backend);
-  Buffer b(rt, "out", 4, n * n);
-  auto host = randomData(size_t(n * n), 7);
-  rt.upload(b, host.data());
-  LaunchRuns plan(2, 0, 1);
+TEST_F(MultiLaunchRuns6x6, RowSplitWritesAreRecordedAsHullsAndKeepTheUnwrittenBorder) {
   for (int d = 0; d < 2; ++d)
     for (idx i = 1 + 2 * d; i <= 2 + 2 * d; ++i)
       Runs::add(i * n + 1, i * n + n - 2, &plan.write(d, 0));
@@ -519,14 +525,7 @@ TEST(MultiLaunchRuns, RowSplitWritesAreRecordedAsHullsAndKeepTheUnwrittenBorder)
 
 // The same array split along its columns: each device's rows interleave with the other's, so the
 // hulls overlap and the exact runs are kept.
-TEST(MultiLaunchRuns, ColumnSplitWritesKeepTheirExactRuns) {
-  const idx n = 6;
-  CpuBackend backend(2);
-  Runtime rt(backend);
-  Buffer b(rt, "out", 4, n * n);
-  auto host = randomData(size_t(n * n), 8);
-  rt.upload(b, host.data());
-  LaunchRuns plan(2, 0, 1);
+TEST_F(MultiLaunchRuns6x6, ColumnSplitWritesKeepTheirExactRuns) {
   for (int d = 0; d < 2; ++d)
     for (idx i = 0; i < n; ++i)
       Runs::add(i * n + 3 * d, i * n + 3 * d + 2, &plan.write(d, 0));
