@@ -13,10 +13,12 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <mutex>
 #include <thread>
 
 namespace polyk {
@@ -179,51 +181,83 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
   std::vector<std::thread> pool;
   for (int j = 0; j < std::max(1, o.jobs); ++j) pool.emplace_back(worker);
   for (auto &t : pool) t.join();
-  // Run one at a time.
+  // Run one at a time, or one per GPU of o.gpus at once.
   std::string field = cuda ? "median_us" : "time_us";
   std::string seed = std::to_string(o.seed);
-  for (size_t i = 0; i < n; ++i) {
+  auto run = [&](size_t i, const std::string &env) {
     Trial &t = trials[i];
-    if (i > 0 && expired && expired()) break; // a batch runs at least one
-    if (!sources[i].empty() && !bins[i].empty()) {
-      auto once = [&](const std::string &args, const std::string &sizes) {
-        Ran r = shell(quote(bins[i]) + " " + args + sizes, o.timeoutS);
-        bool pass = false;
-        double us = 0;
-        if (r.timedOut) {
-          t.status = TrialStatus::Timeout;
-          t.detail = "ran more than " + std::to_string((int)o.timeoutS) + " s";
-        } else if (!resultLine(r.output, field, pass, us) || (r.rc != 0 && r.rc != 1)) {
-          t.status = TrialStatus::RuntimeError;
-          t.detail = "exit " + std::to_string(r.rc) + ": " + firstLine(r.output);
-        } else if (!pass) {
-          t.status = TrialStatus::Wrong;
-          t.detail = firstLine(r.output);
-        } else {
-          t.status = TrialStatus::Ok;
-          t.us = us;
-        }
-        return t.status == TrialStatus::Ok;
-      };
-      // One process: checked (the reference computed by the first variant, then read from the
-      // cache), then timed; a cuda variant whose first 3 timed runs are >= 5x the best stops there.
-      // With check sizes: checked there first (one run), then timed unchecked.
-      std::string ref = " ref=" + quote(o.workDir + "/reference");
-      bool separate = !o.checkParams.empty();
-      if (separate && !once(seed + (cuda ? " 1" : "") + ref, checkParams(o))) {
-        t.detail = "at " + checkParams(o).substr(1) + ": " + t.detail;
-      } else if (!cuda) {
-        once(seed + (separate ? " check=0" : ref), params(o));
-      } else if (once(seed + " " + std::to_string(o.reps) + (separate ? " check=0" : ref) +
-                          (bestUs > 0 ? " stop_us=" + std::to_string(5 * bestUs) : ""),
-                      params(o)) &&
-                 bestUs > 0 && t.us >= 5 * bestUs) {
-        t.status = TrialStatus::Slow;
-        t.detail = "first runs >= 5x the best so far";
+    if (sources[i].empty() || bins[i].empty()) return;
+    auto once = [&](const std::string &args, const std::string &sizes) {
+      Ran r = shell(env + quote(bins[i]) + " " + args + sizes, o.timeoutS);
+      bool pass = false;
+      double us = 0;
+      if (r.timedOut) {
+        t.status = TrialStatus::Timeout;
+        t.detail = "ran more than " + std::to_string((int)o.timeoutS) + " s";
+      } else if (!resultLine(r.output, field, pass, us) || (r.rc != 0 && r.rc != 1)) {
+        t.status = TrialStatus::RuntimeError;
+        t.detail = "exit " + std::to_string(r.rc) + ": " + firstLine(r.output);
+      } else if (!pass) {
+        t.status = TrialStatus::Wrong;
+        t.detail = firstLine(r.output);
+      } else {
+        t.status = TrialStatus::Ok;
+        t.us = us;
       }
+      return t.status == TrialStatus::Ok;
+    };
+    // One process: checked (the reference computed by the first variant, then read from the
+    // cache), then timed; a cuda variant whose first 3 timed runs are >= 5x the best stops there.
+    // With check sizes: checked there first (one run), then timed unchecked.
+    std::string ref = " ref=" + quote(o.workDir + "/reference");
+    bool separate = !o.checkParams.empty();
+    if (separate && !once(seed + (cuda ? " 1" : "") + ref, checkParams(o))) {
+      t.detail = "at " + checkParams(o).substr(1) + ": " + t.detail;
+    } else if (!cuda) {
+      once(seed + (separate ? " check=0" : ref), params(o));
+    } else if (once(seed + " " + std::to_string(o.reps) + (separate ? " check=0" : ref) +
+                        (bestUs > 0 ? " stop_us=" + std::to_string(5 * bestUs) : ""),
+                    params(o)) &&
+               bestUs > 0 && t.us >= 5 * bestUs) {
+      t.status = TrialStatus::Slow;
+      t.detail = "first runs >= 5x the best so far";
     }
-    done(i, t);
+  };
+  auto on = [&](size_t g) { return o.gpus.empty() ? std::string() : "CUDA_VISIBLE_DEVICES=" + std::to_string(o.gpus[g]) + " "; };
+  // Trials are reported in order: a trial that ends before an earlier one waits for it. Workers
+  // take the next configuration until `expired` says so (a batch runs at least one), so the ones
+  // taken are always a prefix.
+  std::mutex lock;
+  std::vector<bool> ended(n, false);
+  size_t reported = 0;
+  auto finish = [&](size_t i) {
+    std::lock_guard<std::mutex> hold(lock);
+    ended[i] = true;
+    for (; reported < n && ended[reported]; ++reported) done(reported, trials[reported]);
+  };
+  next = 0;
+  size_t first = 0;
+  // The first variant that runs writes the reference cache: alone, before any other starts.
+  bool cached = false;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(o.workDir, ec))
+    cached = cached || e.path().filename().string().rfind("reference.", 0) == 0;
+  for (; !cached && first < n && (sources[first].empty() || bins[first].empty()); ++first) finish(first);
+  if (!cached && first < n) {
+    run(first, on(0));
+    finish(first);
   }
+  next = cached ? 0 : first + 1;
+  auto runner = [&](size_t g) {
+    for (size_t i; (i = next++) < n;) {
+      if (i > 0 && expired && expired()) break;
+      run(i, on(g));
+      finish(i);
+    }
+  };
+  std::vector<std::thread> gpus;
+  for (size_t g = 0; g < std::max<size_t>(1, o.gpus.size()); ++g) gpus.emplace_back(runner, g);
+  for (auto &t : gpus) t.join();
   for (size_t i = 0; i < n; ++i) {
     if (!bins[i].empty()) std::remove(bins[i].c_str());
     if (!sources[i].empty()) std::remove(sources[i].c_str());

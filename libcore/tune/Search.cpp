@@ -249,7 +249,8 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
     return "";
   };
   while ((r.stopped = stop()).empty()) {
-    size_t room = (size_t)std::max(1, runner.jobs);
+    // (A batch: the compiles at once, and enough runs to keep every GPU of --gpus busy.)
+    size_t room = std::max({(size_t)std::max(1, runner.jobs), 2 * runner.gpus.size()});
     if (search.trials > 0) room = std::min<size_t>(room, (size_t)(search.trials - (long long)log.trials().size()));
     std::set<std::string> taken;
     for (const Trial &t : log.trials()) taken.insert(t.key);

@@ -88,6 +88,11 @@ int runCommand(int argc, char **argv) {
                        "NAME=VALUE: check each variant at this size instead (repeatable), then time it unchecked "
                        "(for sizes whose CPU reference would take minutes)");
         app.add_option("-j,--jobs", runner.jobs, "compiles at a time")->check(CLI::Range(1, 256))->capture_default_str();
+        app.add_option("--gpus", runner.gpus,
+                       "GPUs that run variants at once, one each, e.g. 0,1 (CUDA_VISIBLE_DEVICES; with --runner cpu: "
+                       "that many at once on this machine, which then share its cores)")
+            ->delimiter(',')
+            ->check(CLI::NonNegativeNumber);
         app.add_option("--reps", runner.reps, "timed runs per variant (cuda)")->check(CLI::Range(1, 100000))->capture_default_str();
         app.add_option("--timeout", runner.timeoutS, "seconds a run may take (a compile: 4x)")
             ->check(CLI::PositiveNumber)

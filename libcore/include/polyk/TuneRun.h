@@ -92,6 +92,9 @@ struct RunnerOptions {
   std::string compiler;                     // default: cc / nvcc
   std::string arch = "sm_90";
   int jobs = 2;                             // parallel compiles
+  /// cuda: the GPUs that run variants at once, one each (CUDA_VISIBLE_DEVICES); empty: one at a
+  /// time on the default GPU.
+  std::vector<int> gpus;
   int reps = 20;                            // timed runs (cuda)
   double timeoutS = 60;                     // per compile and per run
   unsigned seed = 1;                        // the harness's data
@@ -102,7 +105,7 @@ struct RunnerOptions {
 /// nvidia-smi); a UsageError where there is none.
 std::pair<std::string, std::string> runnerDevice(const RunnerOptions &o);
 
-/// Builds, compiles (`jobs` at a time) and runs (one at a time) the configurations `keys` of
+/// Builds, compiles (`jobs` at a time) and runs (one at a time, or one per GPU of `gpus`) the configurations `keys` of
 /// `model`, each checked against the reference. A run whose first timings are >= 5x `bestUs`
 /// (where > 0) is abandoned (Slow). `done` is called as each trial ends, in order; once `expired`
 /// says so, the configurations not yet run (all but the first) are left, unreported (a later
