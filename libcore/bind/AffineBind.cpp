@@ -370,7 +370,8 @@ std::string AffineKernelIds::prologue() const {
     o += "  polyk_idx " + p + "_rest = " + from + ";\n";
     for (size_t i = counts.size(); i-- > 0;) {
       std::string id = p + "_z" + std::to_string(i);
-      if (i == 0) o += "  const polyk_idx " + id + " = " + p + "_rest;\n";
+      // ((void): a kernel whose statements do not use a member of z, e.g. one thread along it)
+      if (i == 0) o += "  const polyk_idx " + id + " = " + p + "_rest;\n  (void)" + id + ";\n";
       else o += "  const polyk_idx " + id + " = " + p + "_rest % (" + counts[i] + ");\n  " + p + "_rest /= (" + counts[i] + ");\n";
     }
   };
