@@ -53,18 +53,6 @@ std::string axisName(const std::vector<std::string> &axes, size_t m) {
 
 } // namespace
 
-/// { T[i0, ...] : 0 <= ik < shape_k } over the program's parameters.
-static isl::set insideOf(const Scop &s, const TensorDecl &t) {
-  std::string params, idx, cond;
-  for (const auto &[name, value] : s.params) params += (params.empty() ? "" : ", ") + name;
-  for (size_t k = 0; k < t.shape.size(); ++k) {
-    std::string i = "i" + std::to_string(k);
-    idx += (k ? ", " : "") + i;
-    cond += (k ? " and " : "") + std::string("0 <= ") + i + " < " + t.shape[k].str();
-  }
-  return isl::set(islCtx(), "[" + params + "] -> { " + t.name + "[" + idx + "]" + (cond.empty() ? "" : " : " + cond) + " }");
-}
-
 Partition partition(const Scop &bound) {
   isl::ctx ctx = islCtx();
   isl::schedule sched = readIslSchedule(bound.schedule);
@@ -113,7 +101,7 @@ Partition partition(const Scop &bound) {
       // A padded tensor's reads outside it yield the padding value and touch no memory: only
       // the elements inside it are read (else the enumerators list negative offsets).
       if (const TensorDecl *decl = bound.tensor(t); decl && decl->padding && &into == &reads)
-        a = a.intersect_range(insideOf(bound, *decl));
+        a = a.intersect_range(isl::set(ctx, tensorBox(bound, *decl)));
       if (std::count(kc.promoted.begin(), kc.promoted.end(), t)) return; // in registers
       isl::union_map touched = toBlock.reverse().apply_range(isl::union_map(a));
       into[t] = into.count(t) ? into[t].unite(touched) : touched;

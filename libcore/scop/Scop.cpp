@@ -33,6 +33,17 @@ static const char *kindName(StmtKind k) {
   return "?";
 }
 
+std::string tensorBox(const Scop &s, const TensorDecl &t) {
+  std::string names, dims, cons;
+  for (const auto &[n, v] : s.params) names += (names.empty() ? "" : ", ") + n;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    std::string x = "d" + std::to_string(d);
+    dims += (d ? ", " : "") + x;
+    cons += (d ? " and " : "") + std::string("0 <= ") + x + " < " + t.shape[d].str();
+  }
+  return "[" + names + "] -> { " + t.name + "[" + dims + "]" + (cons.empty() ? "" : " : " + cons) + " }";
+}
+
 std::string elementsExpr(const TensorDecl &t) {
   long long n = 1;
   std::string symbols;

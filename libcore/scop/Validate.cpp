@@ -88,18 +88,6 @@ private:
     return *t;
   }
 
-  /// `{ name[d0, ..] : 0 <= d < extent }`, over the declared parameters.
-  isl::set tensorBox(const TensorDecl &t) const {
-    std::string names, dims, cons;
-    for (const auto &[n, v] : s_.params) names += (names.empty() ? "" : ", ") + n;
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      std::string x = "d" + std::to_string(d);
-      dims += (d ? ", " : "") + x;
-      cons += (d ? " and " : "") + std::string("0 <= ") + x + " < " + t.shape[d].str();
-    }
-    return isl::set(ctx_, "[" + names + "] -> { " + t.name + "[" + dims + "]" + (cons.empty() ? "" : " : " + cons) + " }");
-  }
-
   void checkStatementNames() {
     std::map<std::string, const ScopStatement *> seen;
     for (const auto &st : s_.statements) {
@@ -132,7 +120,7 @@ private:
       fail(at, "the access to " + quoted(tensor) + " is not defined at every instance of the domain");
     // A read of a padded tensor may fall outside it: it yields the padding value.
     bool paddedRead = !expectTensor.empty() && t.padding;
-    if (!paddedRead && !onDomain.range().is_subset(tensorBox(t)))
+    if (!paddedRead && !onDomain.range().is_subset(isl::set(ctx_, tensorBox(s_, t))))
       fail(at, "access out of bounds: " + quoted(tensor) + " is read or written outside its shape [" + shapeText(t) + "]");
   }
 

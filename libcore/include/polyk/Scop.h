@@ -102,6 +102,9 @@ struct Scop {
 
 /// The number of elements of `t` as a C expression (symbolic extents by name).
 std::string elementsExpr(const TensorDecl &t);
+/// `[N] -> { T[d0, ..] : 0 <= d0 < N and .. }`: the elements of `t` as an isl set over the
+/// program's parameters.
+std::string tensorBox(const Scop &s, const TensorDecl &t);
 /// `[B] -> { : B = 64 }`: the parameters at the values the program gives them (for decisions that
 /// need numbers, like default sizes; the code stays symbolic).
 std::string paramDefaults(const Scop &s);
