@@ -160,8 +160,8 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     }
     std::string share = "    const polyk_idx polyk_lo = polyk_n * polyk_d / polyk_devs, polyk_hi = polyk_n * (polyk_d + 1) / polyk_devs - 1;\n"
                         "    if (polyk_lo > polyk_hi) continue;\n";
-    // The runs are listed once per launcher call (LaunchRuns, declared before the steps) and
-    // reused by every step.
+    // The runs are listed on the first call (rt.runsFor: one LaunchRuns per kernel and parameter
+    // values, looked up before the steps) and reused by every step and later call.
     std::vector<std::string> reads = accessed(*kp, "read"), writes = accessed(*kp, "write");
     std::string runsOf = "polyk_runs_" + kc.name;
     std::string key;

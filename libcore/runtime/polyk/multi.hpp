@@ -120,9 +120,10 @@ using Interval = Tracker::interval_type;
 class Runtime;
 class Buffer;
 
-// What one split kernel's launches touch on each device, listed by its enumerators once per
-// launcher call (an iterated program's steps repeat the same runs) and prepared for the tracker,
-// so that a step costs a few tracker operations per device rather than one per row:
+// What one split kernel's launches touch on each device, listed by its enumerators once
+// (Runtime::runsFor keeps it per parameter values: steps and repeated calls reuse it) and
+// prepared for the tracker, so that a step costs a few tracker operations per device rather
+// than one per row:
 //  - read runs a few elements apart are bridged: reading more than a kernel needs is always
 //    safe, and one copy of a row with some unread elements beats several;
 //  - a write whose devices' hulls are pairwise disjoint (rows in the order of the split blocks,
@@ -134,7 +135,7 @@ class LaunchRuns {
  public:
   LaunchRuns(int devices, int reads, int writes)
       : reads_(size_t(devices) * size_t(reads)), writes_(size_t(devices) * size_t(writes)),
-        hulls(size_t(writes), false), nReads(reads), nWrites(writes) {}
+        hulls(size_t(writes), false), nDevices(devices), nReads(reads), nWrites(writes) {}
   bool listed() const { return done; }
   Runs &read(int dev, int k) { return reads_.at(size_t(dev) * size_t(nReads) + size_t(k)); }
   Runs &write(int dev, int k) { return writes_.at(size_t(dev) * size_t(nWrites) + size_t(k)); }
@@ -143,10 +144,9 @@ class LaunchRuns {
   void finish(idx gap = 64) {
     for (Runs &r : reads_)
       bridge(r, gap);
-    int devices = nWrites > 0 ? int(writes_.size() / size_t(nWrites)) : 0;
     for (int k = 0; k < nWrites; ++k) {
       std::vector<Run> spans;
-      for (int d = 0; d < devices; ++d)
+      for (int d = 0; d < nDevices; ++d)
         if (const Runs &r = write(d, k); !r.runs.empty())
           spans.push_back(span(r));
       std::sort(spans.begin(), spans.end(), [](const Run &a, const Run &b) { return a.first < b.first; });
@@ -155,7 +155,7 @@ class LaunchRuns {
         disjoint = disjoint && spans[i].first > spans[i - 1].last;
       hulls[size_t(k)] = disjoint;
       if (disjoint)
-        for (int d = 0; d < devices; ++d)
+        for (int d = 0; d < nDevices; ++d)
           if (Runs &r = write(d, k); !r.runs.empty())
             r.runs = {span(r)};
     }
@@ -184,7 +184,7 @@ class LaunchRuns {
   }
   std::vector<Runs> reads_, writes_;
   std::vector<bool> hulls;
-  int nReads, nWrites;
+  int nDevices, nReads, nWrites;
   bool done = false;
 };
 
@@ -459,9 +459,10 @@ inline void Buffer::reserve(int dev, idx first, idx last) {
   Window &w = device[size_t(dev)];
   if (w.base && w.first <= first && last <= w.last)
     return;
-  // A window starts on a boundary of the tensor's that the backend's allocations are aligned to
-  // (cudaMalloc: 256 bytes), so that a kernel sees the alignment it would in one allocation: a stencil whose window began at
-  // its first interior element ran 17% slower (Jacobi3D 512^3, H100), every row misaligned.
+  // A window starts on a boundary of the tensor that the backend's allocations are aligned to
+  // (cudaMalloc: 256 bytes), so that a kernel sees the alignment it would in one allocation: a
+  // stencil whose window began at its first interior element ran 17% slower (Jacobi3D 512^3,
+  // H100), every row misaligned.
   if (size_t align = rt.backend().alignment(); align > size && align % size == 0)
     first -= first % idx(align / size);
   Window grown;
