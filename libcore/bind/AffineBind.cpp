@@ -273,9 +273,16 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
     if (sequence && whole && micro && !sz.reduce.empty() && options.shared != "off") kTiles = reducedTiles(point);
     if (!kTiles.is_null()) {
       isl::union_set dom = nodeDomain(kTiles);
-      std::vector<SharedTile> tiles =
-          sharedTiles(in, statementsIn(in, dom), stagingPrefix(tileBand, kTiles), parallelPoints(dom, n), n, nullptr);
-      for (const auto &t : tiles) kc.shared.push_back(t.tensor);
+      std::vector<std::string> stmts = statementsIn(in, dom);
+      isl::union_map prefix = stagingPrefix(tileBand, kTiles);
+      std::vector<SharedTile> tiles = sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, nullptr);
+      // Runs of points read as vectors: their dim innermost in the copy (runLayout).
+      long long runX = sz.vector > 1 ? sz.vector : 1, runY = sz.vector > 1 && n >= 2 ? std::max(1LL, sz.vectorY) : 1;
+      for (const auto &t : tiles) {
+        kc.shared.push_back(t.tensor);
+        std::vector<int> order = runLayout(in, stmts, t, prefix, n, runX, runY);
+        if (!order.empty()) kc.sharedLayout[t.tensor] = order;
+      }
     }
     bool window = false;
     for (const auto &name : kc.statements)
@@ -289,11 +296,21 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
         sizeError(kname + ": vector[" + std::to_string(sz.vector) + "] does not divide the " + std::to_string(perThread) +
                   " points a thread owns along x");
     }
+    if (sz.vectorY > 1) {
+      long long perThread = n >= 2 ? sz.tile[n - 2] / sz.block[n - 2] : 0;
+      if (!(sequence && whole && micro) || sz.vector <= 1 || n < 2)
+        sizeError(kname + ": vector[" + std::to_string(sz.vectorY) + ", " + std::to_string(sz.vector) +
+                  "]: runs along y apply to register tiles of two or more members with runs along x");
+      if (perThread % sz.vectorY != 0)
+        sizeError(kname + ": vector[" + std::to_string(sz.vectorY) + ", " + std::to_string(sz.vector) + "]: " +
+                  std::to_string(sz.vectorY) + " does not divide the " + std::to_string(perThread) + " points a thread owns along y");
+    }
     if (sequence && whole && micro && sz.vector > 1) {
       // Runs of `vector` consecutive points along x, the other members as --points says.
       std::vector<long long> run(n, 1);
       for (unsigned m = 0; m < n; ++m) run[m] = blocked ? sz.tile[m] / sz.block[m] : 1;
       run[n - 1] = sz.vector;
+      if (n >= 2 && sz.vectorY > 1) run[n - 2] = sz.vectorY;
       auto [points, ids] = runDistribution(point.as<isl::schedule_node_band>().get_partial_schedule(), sz.block, run);
       node = registerTiles(deleteNode(point), points, ids, "threads_" + join(axes, "_"), !kc.shared.empty());
       node = node.insert_mark(isl::id(ctx, "blocks_" + join(axes, "_")));

@@ -15,40 +15,112 @@ namespace polyk {
 
 namespace {
 
-/// The innermost dim of `tensor`'s box, other than its last, along which some statement's read
-/// moves with the statement dim on threadIdx.x (the last member of `prefix`'s band of `members`):
-/// neighbouring threads read that far apart in the copy. -1 where there is none.
-int columnDim(const Scop &s, const std::vector<std::string> &stmts, const std::string &tensor, const isl::union_map &prefix,
-              unsigned members) {
+/// The dims of `tensor` along which some statement's read moves with the statement dims that
+/// member `member` of `prefix`'s band involves (the last member is on threadIdx.x, the one before
+/// on threadIdx.y).
+std::set<int> movingDims(const Scop &s, const std::vector<std::string> &stmts, const std::string &tensor, const isl::union_map &prefix,
+                         int member) {
   isl::ctx ctx = islCtx();
-  int out = -1;
+  std::set<int> out;
+  if (member < 0) return out;
   for (const auto &name : stmts) {
     const ScopStatement &st = *s.statement(name);
     isl::set dom(ctx, st.domain);
     isl::union_map mine = prefix.intersect_domain(isl::union_set(dom));
-    if (mine.is_empty() || members == 0) continue;
+    if (mine.is_empty()) continue;
     isl::pw_multi_aff at = isl::manage(isl_pw_multi_aff_from_map(isl_map_from_union_map(mine.copy())));
     // (Gisted: the pieces' domains would count as involving every dim.)
-    isl::pw_aff xMember = isl::manage(isl_pw_aff_gist(at.get_at((int)members - 1).release(), dom.copy()));
+    isl::pw_aff m = isl::manage(isl_pw_aff_gist(at.get_at(member).release(), dom.copy()));
     for (const auto &r : st.reads) {
       isl::map a(ctx, r);
       if (a.range_tuple_id().name() != tensor) continue;
       isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(a.copy()));
       for (unsigned x = 0; x < a.domain_tuple_dim(); ++x) {
-        if (isl_pw_aff_involves_dims(xMember.get(), isl_dim_in, x, 1) != isl_bool_true) continue;
-        for (unsigned d = 0; d + 1 < a.range_tuple_dim(); ++d)
-          if (isl_pw_aff_involves_dims(pma.get_at((int)d).get(), isl_dim_in, x, 1) == isl_bool_true) out = std::max(out, (int)d);
+        if (isl_pw_aff_involves_dims(m.get(), isl_dim_in, x, 1) != isl_bool_true) continue;
+        for (unsigned d = 0; d < a.range_tuple_dim(); ++d)
+          if (isl_pw_aff_involves_dims(pma.get_at((int)d).get(), isl_dim_in, x, 1) == isl_bool_true) out.insert((int)d);
       }
     }
   }
   return out;
 }
 
+/// The most stores of one warp's store instruction that hit one bank at distinct addresses, over
+/// the first warps of the copy of `t` (its groups of `lanes` elements taken in t.copyOrder()).
+int storeConflicts(const SharedTile &t, int lanes, int bytes) {
+  size_t n = t.size.size();
+  std::vector<size_t> order = t.copyOrder();
+  long long groups = 1;
+  for (size_t d = 0; d < n; ++d) groups *= d + 1 == n ? std::max<long long>(1, t.size[d] / lanes) : t.size[d];
+  int worst = 1;
+  for (long long warp = 0; warp < 4 && warp * 32 < groups; ++warp)
+    for (int k = 0; k < lanes; ++k) {
+      std::map<long long, std::set<long long>> banks;
+      for (long long u = warp * 32; u < std::min(groups, warp * 32 + 32); ++u) {
+        long long rest = u, address = 0;
+        for (size_t d : order) {
+          long long extent = d + 1 == n ? std::max<long long>(1, t.size[d] / lanes) : t.size[d];
+          long long x = d == order.back() ? rest : rest % extent;
+          rest /= extent;
+          address += (d + 1 == n ? x * lanes : x) * t.stride[d];
+        }
+        address += k * t.stride[n - 1];
+        long long word = address * bytes / 4;
+        banks[word % 32].insert(word);
+      }
+      for (const auto &[bank, words] : banks) worst = std::max(worst, (int)words.size());
+    }
+  return worst;
+}
+
+/// The copy's strides: in the tensor's order, where neighbouring threads read along a box dim
+/// other than the last (`column`), that dim's stride is made odd (one element after each of its
+/// slices: a row of a 2-d box), against bank conflicts. In another order (`tile.order`), whose
+/// copy stores scatter, the dims outside the innermost are padded by multiples of 4 elements (so
+/// runs along the innermost stay 16-byte aligned), the padding whose stores conflict least, then
+/// the smallest.
+void copyStrides(SharedTile &tile, int column, int bytes) {
+  const std::vector<long long> &size = tile.size;
+  size_t n = size.size();
+  std::vector<long long> &stride = tile.stride;
+  stride.assign(n, 1);
+  if (tile.order.empty()) {
+    for (size_t d = n - 1; d-- > 0;) {
+      stride[d] = stride[d + 1] * size[d + 1];
+      if ((int)d == column && stride[d] % 2 == 0) ++stride[d];
+    }
+    return;
+  }
+  const std::vector<int> &order = tile.order;
+  int lanes = bytes == 4 && size[n - 1] % 4 == 0 ? 4 : 1;
+  // The padded dims: those outside the innermost with more than one element (at most 3).
+  std::vector<size_t> padded;
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (size[(size_t)order[i]] > 1 && padded.size() < 3) padded.push_back(i);
+  std::vector<long long> pad(n, 0), best;
+  int bestConflicts = 0;
+  long long bestElements = 0;
+  long long combos = 1LL << (3 * padded.size());
+  for (long long c = 0; c < combos; ++c) {
+    for (size_t j = 0; j < padded.size(); ++j) pad[padded[j]] = 4 * ((c >> (3 * j)) & 7);
+    stride[(size_t)order[n - 1]] = 1;
+    for (size_t i = n - 1; i-- > 0;) stride[(size_t)order[i]] = stride[(size_t)order[i + 1]] * size[(size_t)order[i + 1]] + pad[i];
+    int conflicts = storeConflicts(tile, lanes, bytes);
+    long long elements = tile.elements();
+    if (best.empty() || conflicts < bestConflicts || (conflicts == bestConflicts && elements < bestElements)) {
+      best = stride;
+      bestConflicts = conflicts;
+      bestElements = elements;
+    }
+  }
+  stride = best;
+}
+
 } // namespace
 
 std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
                                     const isl::union_map &parallel, unsigned members,
-                                    const std::vector<std::string> *tensors) {
+                                    const std::vector<std::string> *tensors, const std::map<std::string, std::vector<int>> &layouts) {
   isl::ctx ctx = islCtx();
   std::map<std::string, isl::union_map> reads;
   std::set<std::string> written;
@@ -103,20 +175,34 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     isl::multi_val size = box.size();
     for (unsigned d = 0; d < size.size(); ++d) tile.size.push_back(size.at((int)d).get_num_si());
     size_t n = tile.size.size();
-    tile.stride.assign(n, 1);
-    // Bank padding: where neighbouring threads read along a box dim other than the last, that
-    // dim's stride is made odd (one element after each of its slices: a row of a 2-d box).
-    int column = columnDim(s, stmts, name, prefix, members);
-    for (size_t d = n - 1; d-- > 0;) {
-      tile.stride[d] = tile.stride[d + 1] * tile.size[d + 1];
-      if ((int)d == column && tile.stride[d] % 2 == 0) ++tile.stride[d];
-    }
+    auto layout = layouts.find(name);
+    if (layout != layouts.end()) tile.order = layout->second;
+    // Bank padding (copyStrides): the innermost dim other than the last along which neighbouring
+    // threads (along x) read.
+    int column = -1;
+    for (int d : movingDims(s, stmts, name, prefix, (int)members - 1))
+      if (d + 1 < (int)n) column = std::max(column, d);
+    copyStrides(tile, column, dtypeBytes(t->type));
     long long b = tile.elements() * dtypeBytes(t->type);
     if (choose && bytes + b > kSharedBytes) continue;
     bytes += b;
     out.push_back(tile);
   }
   return out;
+}
+
+std::vector<int> runLayout(const Scop &s, const std::vector<std::string> &stmts, const SharedTile &tile, const isl::union_map &prefix,
+                           unsigned members, long long runX, long long runY) {
+  int n = (int)tile.size.size();
+  std::set<int> x = movingDims(s, stmts, tile.tensor, prefix, (int)members - 1);
+  std::set<int> y = runY > 1 && x.empty() ? movingDims(s, stmts, tile.tensor, prefix, (int)members - 2) : std::set<int>{};
+  int inner = runX > 1 && !x.empty() ? *x.rbegin() : !y.empty() ? *y.rbegin() : n - 1;
+  if (inner == n - 1) return {};
+  std::vector<int> order;
+  for (int d = 0; d < n; ++d)
+    if (d != inner) order.push_back(d);
+  order.push_back(inner);
+  return order;
 }
 
 isl::union_map stagingPrefix(const isl::schedule_node &tileBand, const isl::schedule_node &kTiles) {
@@ -148,7 +234,8 @@ std::vector<SharedTile> stagedTiles(const Scop &s, const isl::schedule &bound, i
   isl::union_map p = stagingPrefix(tileBand, kTiles);
   if (prefix) *prefix = p;
   try {
-    return sharedTiles(s, below, p, isl::union_map::empty(islCtx()), tileBand.as<isl::schedule_node_band>().n_member(), &kc.shared);
+    return sharedTiles(s, below, p, isl::union_map::empty(islCtx()), tileBand.as<isl::schedule_node_band>().n_member(), &kc.shared,
+                       kc.sharedLayout);
   } catch (const std::logic_error &e) {
     fail(kc.at.kernel, kc.name + ": " + e.what());
   }

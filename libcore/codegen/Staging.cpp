@@ -66,11 +66,12 @@ GroupParts groupParts(const SharedTile &t, const TensorDecl &tensor, int lanes, 
                       const std::string &in) {
   size_t n = t.size.size();
   GroupParts p;
-  for (size_t i = n; i-- > 0;) {
+  std::vector<size_t> order = t.copyOrder();
+  for (size_t i : order) {
     std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
     long long extent = i + 1 == n ? t.size[i] / lanes : t.size[i];
     std::string scaled = i + 1 == n && lanes > 1 ? " * " + std::to_string(lanes) : "";
-    if (i > 0) p.coords += in + "const polyk_idx " + x + " = (rest % " + std::to_string(extent) + ")" + scaled + ";\n" + in + "rest /= " + std::to_string(extent) + ";\n";
+    if (i != order.back()) p.coords += in + "const polyk_idx " + x + " = (rest % " + std::to_string(extent) + ")" + scaled + ";\n" + in + "rest /= " + std::to_string(extent) + ";\n";
     else p.coords += in + "const polyk_idx " + x + " = rest" + scaled + ";\n";
     if (offset) p.coords += in + "const polyk_idx " + g + " = " + offset(i) + " + " + x + ";\n";
   }
@@ -83,11 +84,18 @@ GroupParts groupParts(const SharedTile &t, const TensorDecl &tensor, int lanes, 
   return p;
 }
 
-/// The copy's rows in shared memory start 16-byte aligned (no row padded to an odd stride).
+/// The copy keeps the tensor's rows, and they start 16-byte aligned (no row padded to an odd
+/// stride): a group of 4 elements is stored as one float4.
 bool alignedRows(const SharedTile &t) {
-  bool aligned = true;
+  bool aligned = t.stride.back() == 1;
   for (size_t i = 0; i + 1 < t.size.size(); ++i) aligned = aligned && t.stride[i] % 4 == 0;
   return aligned;
+}
+
+/// Element k of a group of 4 at `local` in the copy (rows padded, or the copy in another order).
+std::string laneIndex(const SharedTile &t, const std::string &local, int k) {
+  long long step = t.stride.back();
+  return local + " + " + std::to_string(k * step);
 }
 
 std::string paddingValue(const TensorDecl &tensor, Dialect d) {
@@ -154,7 +162,7 @@ std::string storeGroups(const SharedTile &t, const TensorDecl &tensor, bool vect
     if (lanes == 1) return p.coords + at + sharedName(t.tensor) + "[" + p.local + "] = " + reg + ";\n";
     if (alignedRows(t)) return p.coords + at + "*(float4 *)&" + sharedName(t.tensor) + "[" + p.local + "] = " + reg + ";\n";
     std::string o = p.coords;
-    for (int k = 0; k < 4; ++k) o += at + sharedName(t.tensor) + "[" + p.local + " + " + std::to_string(k) + "] = " + reg + "." + "xyzw"[k] + ";\n";
+    for (int k = 0; k < 4; ++k) o += at + sharedName(t.tensor) + "[" + laneIndex(t, p.local, k) + "] = " + reg + "." + "xyzw"[k] + ";\n";
     return o;
   });
 }
@@ -305,7 +313,7 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
         if (alignedRows(t)) l += in + "  *(float4 *)&" + target + " = v;\n";
         else
           for (int k = 0; k < 4; ++k)
-            l += in + "  " + sharedName(t.tensor) + "[" + p.local + " + " + std::to_string(k) + "] = v." + "xyzw"[k] + ";\n";
+            l += in + "  " + sharedName(t.tensor) + "[" + laneIndex(t, p.local, k) + "] = v." + "xyzw"[k] + ";\n";
       }
       return l + in + "}\n";
     };

@@ -161,6 +161,26 @@ std::vector<size_t> bandOrder(const ScopStatement &update, size_t par) {
   return order;
 }
 
+/// Whether runs along y (statement dim `y`; x on `x`) pay: each operand that y moves and x does
+/// not has a reduced dim in its last subscript, so its staged copy, transposed to put y's dim
+/// innermost, is loaded in whole vectors along the reduced tile (GEMM's A(i, k): GEMM 4096^3 3645
+/// -> 3515 us, ab-bc 460 -> 450). Where its last subscript is a parallel dim of one point a block
+/// (abc-bda-dc's A(b, d, a)), the copy is scalar either way and the runs cost (286 -> 293 us;
+/// bench/results/2026-11-26-h100-y-runs.txt).
+bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
+  bool some = false;
+  for (const auto &r : operands(update, par)) {
+    unsigned n = outputs(r);
+    bool movesY = false, movesX = false, reducedLast = false;
+    for (unsigned d = 0; d < n; ++d) movesY |= moves(r, d, y), movesX |= moves(r, d, x);
+    for (size_t dim = par; n > 0 && dim < update.dims.size(); ++dim) reducedLast |= moves(r, n - 1, dim);
+    if (!movesY || movesX) continue;
+    if (!reducedLast) return false;
+    some = true;
+  }
+  return some;
+}
+
 constexpr long long kSMs = 132; // H100 SXM
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
@@ -479,6 +499,14 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       for (size_t m = 0; m < order.size(); ++m) tileByDim[order[m]] = sz.tile[m];
       sz.reduce = reducedTiles(scop, *update, par, tileByDim, extentsAtDefaults(scop, *update, update->dims.size()));
     }
+    // And along y where the thread's points there come in runs too: polyk-bind then lays a staged
+    // operand read along y only (GEMM's A) out with that dim innermost, so each run is one float4.
+    long long pointsY = whole && par >= 2 ? sz.tile[par - 2] / sz.block[par - 2] : 1;
+    sz.vectorY = sz.vector == 4 && pointsY >= 8 && pointsY % 4 == 0 && update &&
+                         yRunsPay(*update, par, order.empty() ? par - 2 : order[par - 2], order.empty() ? par - 1 : order[par - 1])
+                     ? 4
+                     : 1;
+    if (auto it = requested.find((int)k); it != requested.end() && it->second.vector > 0) sz.vectorY = std::max<long long>(1, it->second.vectorY);
     if (auto it = requested.find((int)k); it != requested.end() && !it->second.reduce.empty()) {
       if (it->second.reduce.size() != reducedDims)
         throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a reduced band of " + std::to_string(reducedDims) +

@@ -228,6 +228,21 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
         kc.shared = strList(doc, k["shared"]);
         for (const auto &e : k["shared"]) kc.at.shared.push_back(doc.valueLoc(e));
       }
+      if (YAML::Node layout = k["shared_layout"]) {
+        if (!layout.IsMap()) fail(doc.loc(layout), "'shared_layout' must map staged tensors to their copy's dim order");
+        for (const auto &e : layout) {
+          std::string t = doc.str(e.first);
+          if (!e.second.IsSequence()) fail(doc.loc(e.second), "'shared_layout' of " + t + " must be a list of its dims");
+          std::vector<int> order;
+          for (const auto &d : e.second) {
+            long long v = doc.integer(d);
+            if (v < 0 || v > 16) fail(doc.valueLoc(d), "a dim of " + t + " must be between 0 and its rank - 1");
+            order.push_back((int)v);
+          }
+          kc.sharedLayout[t] = order;
+          kc.at.sharedLayout[t] = doc.loc(e.second);
+        }
+      }
       s.kernels.push_back(kc);
     }
   }
@@ -316,6 +331,11 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
       out << YAML::Key << "reduce_block_axis" << YAML::Value << k.reduceBlockAxis;
       out << YAML::Key << "promoted" << YAML::Value << YAML::Flow << k.promoted;
       if (!k.shared.empty()) out << YAML::Key << "shared" << YAML::Value << YAML::Flow << k.shared;
+      if (!k.sharedLayout.empty()) {
+        out << YAML::Key << "shared_layout" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto &[t, order] : k.sharedLayout) out << YAML::Key << t << YAML::Value << YAML::Flow << order;
+        out << YAML::EndMap;
+      }
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

@@ -7,6 +7,7 @@
 
 #include <isl/map.h>
 #include <isl/set.h>
+#include <algorithm>
 #include <sstream>
 
 namespace polyk {
@@ -25,7 +26,7 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
   }
   if (um.is_null()) bad("isl cannot parse '" + text + "'");
   const std::string form =
-      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]' or 'kernel[k] -> vector[V]'";
+      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]' or 'kernel[k] -> vector[V]' (or vector[Vy, Vx])";
   isl::map_list maps = um.get_map_list();
   for (int i = 0; i < (int)maps.size(); ++i) {
     isl::map m = maps.at(i);
@@ -33,7 +34,7 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
     if (!isl_map_has_tuple_name(m.get(), isl_dim_in) || !isl_map_has_tuple_name(m.get(), isl_dim_out)) bad(form);
     std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
     if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector") || m.domain_tuple_dim() != 1 ||
-        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() != 1))
+        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() > 2))
       bad(form);
     if (m.range_tuple_dim() > 8) bad("at most 8 sizes per entry");
     isl::set w = m.wrap();
@@ -56,10 +57,11 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
       int k = (int)pointCoordinate(pt, 0);
       std::vector<long long> v;
       for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
-      if (!out.count(k)) out[k].vector = 0; // not given
+      if (!out.count(k)) out[k].vector = out[k].vectorY = 0; // not given
       if (ran == "vector") {
         if (out[k].vector != 0) error = "kernel[" + std::to_string(k) + "] has two vector entries";
-        out[k].vector = v[0];
+        out[k].vector = v.back();
+        out[k].vectorY = v.size() == 2 ? v[0] : 0;
         return;
       }
       auto &slot = ran == "tile" ? out[k].tile : ran == "reduce" ? out[k].reduce : out[k].block;
@@ -84,7 +86,8 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
     if (s.tile.empty()) continue;
     os << (first ? "" : "; ") << "kernel[" << k << "] -> tile[" << list(s.tile) << "]; kernel[" << k << "] -> block["
        << list(s.block) << "]";
-    if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
+    if (s.vectorY > 1) os << "; kernel[" << k << "] -> vector[" << s.vectorY << ", " << std::max<long long>(1, s.vector) << "]";
+    else if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
     if (!s.reduce.empty()) os << "; kernel[" << k << "] -> reduce[" << list(s.reduce) << "]";
     first = false;
   }

@@ -528,6 +528,17 @@ private:
         }
         if (!read) fail(at, "kernel " + quoted(k.name) + " does not read tensor " + quoted(t->name));
       }
+      for (const auto &[name, order] : k.sharedLayout) {
+        const SourceLoc &at = k.at.sharedLayout.count(name) ? k.at.sharedLayout.at(name) : k.at.kernel;
+        if (!staged.count(name)) fail(at, "'shared_layout' of " + quoted(name) + ", which kernel " + quoted(k.name) + " does not stage");
+        std::vector<int> sorted = order;
+        std::sort(sorted.begin(), sorted.end());
+        bool permutation = sorted.size() == s_.tensor(name)->shape.size();
+        for (size_t d = 0; permutation && d < sorted.size(); ++d) permutation = sorted[d] == (int)d;
+        if (!permutation)
+          fail(at, "'shared_layout' of " + quoted(name) + " must list each of its " + std::to_string(s_.tensor(name)->shape.size()) +
+                       " dims once");
+      }
       for (int a = 0; a < 3; ++a) checkGrid(k.grid[a], a, k.at.grid);
       for (const auto &axis : {k.reduceAxis, k.reduceBlockAxis})
         if (axis != "none" && axis != "x" && axis != "y") fail(k.at.kernel, "reduction axes are none, x or y");

@@ -8,6 +8,8 @@
 
 #include <isl/cpp.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,11 +19,30 @@ namespace polyk {
 struct SharedTile {
   std::string tensor;
   std::vector<long long> size;   // of the box, per tensor dim
-  std::vector<long long> stride; // of the shared array, per tensor dim (innermost 1)
+  std::vector<long long> stride; // of the shared array, per tensor dim
+  std::vector<int> order;        // the copy's dims, outermost first (KernelConfig::sharedLayout); empty: the tensor's
   isl::multi_aff offset;         // values of the bands above the staging point -> the box's first element
-  /// Elements of the shared array: its rows may be padded by one element, so that threads along
-  /// x reading down a column hit distinct banks.
-  long long elements() const { return size.empty() ? 1 : size[0] * stride[0]; }
+  /// Elements of the shared array: its rows may be padded, so that threads along x reading down a
+  /// column hit distinct banks.
+  long long elements() const {
+    long long e = 1;
+    for (size_t d = 0; d < size.size(); ++d) e = std::max(e, size[d] * stride[d]);
+    return e;
+  }
+  /// The copy's innermost dim.
+  size_t inner() const { return order.empty() ? size.size() - 1 : (size_t)order.back(); }
+  /// The order in which the block's threads take the copy's element groups, fastest first: the
+  /// tensor's last dim (consecutive threads, consecutive elements in memory), then the copy's
+  /// innermost dim where that is another (so a warp's stores spread along it), then the others,
+  /// innermost first.
+  std::vector<size_t> copyOrder() const {
+    size_t n = size.size();
+    std::vector<size_t> out{n - 1};
+    if (inner() != n - 1) out.push_back(inner());
+    for (size_t d = n - 1; d-- > 0;)
+      if (d != inner()) out.push_back(d);
+    return out;
+  }
 };
 
 /// Shared memory a block may use for staged tiles (the static limit of a kernel).
@@ -36,7 +57,15 @@ constexpr long long kSharedBytes = 48 * 1024;
 /// with a fixed-size box; as many as fit in kSharedBytes.
 std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
                                     const isl::union_map &parallel, unsigned members,
-                                    const std::vector<std::string> *tensors);
+                                    const std::vector<std::string> *tensors,
+                                    const std::map<std::string, std::vector<int>> &layouts = {});
+
+/// The layout that lets a thread read each run of its register tile's points as one vector: where
+/// its points along x come in runs (runX > 1) and tile's tensor is read along x in a dim other than
+/// its last, that dim moves innermost; where they do not touch the tensor and its points along y
+/// come in runs, the dim read along y does. Empty where the tensor's own order serves.
+std::vector<int> runLayout(const Scop &s, const std::vector<std::string> &stmts, const SharedTile &tile, const isl::union_map &prefix,
+                           unsigned members, long long runX, long long runY);
 
 /// What the bands `tileBand` (a kernel's tiles, on blocks) and `kTiles` (below it: the reduced
 /// tiles) take at each instance under `kTiles`: the prefix of its staging point.

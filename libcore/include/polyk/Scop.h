@@ -9,6 +9,7 @@
 
 #include <array>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,10 +66,14 @@ struct KernelConfig {
   std::string reduceBlockAxis = "none";  // grid axis over which one reduction spans blocks
   std::vector<std::string> promoted;     // temporaries kept in registers
   std::vector<std::string> shared;       // tensors staged in shared memory at its `shared` mark
+  /// A staged tensor's copy whose dims lie in another order than the tensor's: its dims, outermost
+  /// first (`shared_layout: {A: [1, 0]}`: A's copy is transposed).
+  std::map<std::string, std::vector<int>> sharedLayout;
   /// Where each field's value was read (empty when built in memory).
   struct Locs {
     SourceLoc kernel, name, grid, block;
     std::vector<SourceLoc> statements, promoted, shared;
+    std::map<std::string, SourceLoc> sharedLayout;
   } at;
 };
 

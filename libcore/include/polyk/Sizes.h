@@ -1,6 +1,7 @@
 // The sizes of schedule/1 and of `--sizes` (PPCG's form): per kernel, tile and block sizes per
 // band member, outermost first, and the vector width along the contiguous member:
 //   { kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8]; kernel[0] -> vector[4] }
+// (on the affine path `vector[Vy, Vx]` gives the runs of a register tile along y and x).
 #pragma once
 
 #include "polyk/Diagnostics.h"
@@ -17,6 +18,9 @@ struct KernelSizes {
   /// Consecutive elements a thread takes at a time along the contiguous member (`kernel[k] ->
   /// vector[V]`): BandShape::vector by default; 0 in parsed `--sizes` that do not give it.
   long long vector = 1;
+  /// On the affine path, a register tile's points along y in runs too (`kernel[k] -> vector[Vy,
+  /// Vx]`, polyk-bind): 1 by default; 0 in parsed `--sizes` that do not give it.
+  long long vectorY = 1;
   /// Tile sizes of a reduction's reduced band (`kernel[k] -> reduce[...]`, outermost first): the
   /// reduced loops run tile after tile, and polyk-bind may stage each tile's operands in shared
   /// memory. Empty: the reduced loops are not tiled.
