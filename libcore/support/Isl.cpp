@@ -22,21 +22,36 @@
 
 namespace polyk {
 
+namespace {
+
+isl_ctx *newIslCtx() {
+  isl_ctx *c = isl_ctx_alloc();
+  isl_options_set_on_error(c, ISL_ON_ERROR_CONTINUE);
+  // Tile loops count tiles (what a mapping to blockIdx wants); point loops start at 0.
+  isl_options_set_tile_scale_tile_loops(c, 0);
+  isl_options_set_tile_shift_point_loops(c, 1);
+  // Outer parallelism: a y-reduce comes out as an x-reduce (Panamera §4.1).
+  isl_options_set_schedule_outer_coincidence(c, 1);
+  unsigned long budget = kIslOperationBudget;
+  if (const char *env = std::getenv("POLYK_ISL_OPERATIONS")) budget = std::strtoul(env, nullptr, 10);
+  isl_ctx_set_max_operations(c, budget);
+  return c;
+}
+
+thread_local isl_ctx *threadCtx = nullptr;
+
+} // namespace
+
 isl::ctx islCtx() {
-  static isl_ctx *ctx = [] {
-    isl_ctx *c = isl_ctx_alloc();
-    isl_options_set_on_error(c, ISL_ON_ERROR_CONTINUE);
-    // Tile loops count tiles (what a mapping to blockIdx wants); point loops start at 0.
-    isl_options_set_tile_scale_tile_loops(c, 0);
-    isl_options_set_tile_shift_point_loops(c, 1);
-    // Outer parallelism: a y-reduce comes out as an x-reduce (Panamera §4.1).
-    isl_options_set_schedule_outer_coincidence(c, 1);
-    unsigned long budget = kIslOperationBudget;
-    if (const char *env = std::getenv("POLYK_ISL_OPERATIONS")) budget = std::strtoul(env, nullptr, 10);
-    isl_ctx_set_max_operations(c, budget);
-    return c;
-  }();
+  if (threadCtx) return isl::ctx(threadCtx);
+  static isl_ctx *ctx = newIslCtx();
   return isl::ctx(ctx);
+}
+
+IslThreadContext::IslThreadContext() : ctx_(newIslCtx()) { threadCtx = ctx_; }
+IslThreadContext::~IslThreadContext() {
+  threadCtx = nullptr;
+  isl_ctx_free(ctx_);
 }
 
 void resetIslBudget() { isl_ctx_reset_operations(islCtx().get()); }
@@ -244,7 +259,11 @@ std::string exprTextImpl(isl_ast_expr *e) {
     return s;
   }
   case isl_ast_expr_op: return opText(e);
-  default: throw std::runtime_error("unexpected isl AST expression");
+  default: {
+    // (isl_ast_expr_error: isl gave up building it, e.g. past its operation limit.)
+    const char *why = isl_ctx_last_error_msg(islCtx().get());
+    throw std::runtime_error(std::string("isl built no AST expression") + (why ? std::string(": ") + why : ""));
+  }
   }
 }
 

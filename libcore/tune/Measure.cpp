@@ -7,6 +7,7 @@
 #include "polyk/Bind.h"
 #include "polyk/Emit.h"
 #include "polyk/Flatten.h"
+#include "polyk/Isl.h"
 #include "polyk/Program.h"
 #include "polyk/Schedule.h"
 #include "polyk/TuneRun.h"
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -125,9 +127,9 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
   size_t n = configs.size();
   std::vector<Trial> trials(n);
   std::vector<std::string> sources(n), bins(n);
-  // Build the sources here (isl is not shared across threads), one file each, from the program
-  // flattened once (the tool has read it: no error here).
+  // The program flattened once (the tool has read it: no error here); its text goes to the workers.
   Scop flat = flatten(readProgram(o.programText, o.programFile));
+  std::vector<bool> valid(n, false);
   for (size_t i = 0; i < n; ++i) {
     std::vector<long long> v = configs[i];
     trials[i].key = model.key(v);
@@ -137,10 +139,28 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       trials[i].detail = "violates " + broken;
       continue;
     }
+    valid[i] = true;
+    std::string base = o.workDir + "/v" + std::to_string(i);
+    sources[i] = base + (cuda ? ".cu" : ".c");
+    bins[i] = base;
+  }
+  std::string flatText = writeScop(flat);
+  // Each variant through the stages and the compiler, `jobs` at a time: each worker with an isl
+  // context of its own (the stages took 1.5 to 2.4 s a GEMM variant, one after another, before:
+  // 32 of them outlasted their compiles). A variant's runs may start once it is compiled
+  // (`compiled`), while later ones still compile.
+  std::mutex compileLock;
+  std::condition_variable compiledCv;
+  std::vector<bool> compiled(n, false);
+  auto build = [&](size_t i) {
     try {
+      IslThreadContext isl;
+      Scop mine = readScop(flatText, "scop");
+      std::vector<long long> v = configs[i];
+      model.complete(v);
       ScheduleOptions so;
       so.sizes = sizesOf(model.space(), v);
-      Scop sched = readSchedule(writeSchedule(schedule(flat, so)), "schedule");
+      Scop sched = readSchedule(writeSchedule(schedule(mine, so)), "schedule");
       StageOptions stage = stageOptionsOf(model.space(), v);
       BindOptions bo;
       bo.points = stage.points;
@@ -150,41 +170,56 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
       eo.harness = true;
       eo.determinism = o.determinism;
-      std::string base = o.workDir + "/v" + std::to_string(i);
-      sources[i] = base + (cuda ? ".cu" : ".c");
-      bins[i] = base;
       std::ofstream(sources[i]) << emit(bound, eo).code;
     } catch (const InputError &e) {
       trials[i].status = TrialStatus::CompileError;
       trials[i].detail = formatDiagnostic(e.loc(), e.what());
+      return false;
     } catch (const std::exception &e) {
       trials[i].status = TrialStatus::CompileError;
       trials[i].detail = e.what();
+      return false;
     }
-  }
-  // Compile `jobs` at a time.
-  std::atomic<size_t> next{0};
+    return true;
+  };
+  std::atomic<size_t> nextCompile{0};
+  std::atomic<bool> stopCompiles{false};
   auto worker = [&] {
-    for (size_t i; (i = next++) < n;) {
-      if (sources[i].empty()) continue;
-      std::string cc = !o.compiler.empty() ? o.compiler : cuda ? "nvcc" : "cc";
-      std::string cmd = cuda ? cc + " -std=c++17 -O3 -arch=" + o.arch + " -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i])
-                             : cc + " -std=c99 -O2 -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i]) + " -lm";
-      Ran r = shell(cmd, o.timeoutS * 4);
-      if (r.rc != 0) {
-        trials[i].status = r.timedOut ? TrialStatus::Timeout : TrialStatus::CompileError;
-        trials[i].detail = r.timedOut ? "compiling took more than " + std::to_string((int)(o.timeoutS * 4)) + " s" : firstLine(r.output);
+    for (size_t i; !stopCompiles && (i = nextCompile++) < n;) {
+      bool ok = valid[i] && build(i);
+      if (ok) {
+        std::string cc = !o.compiler.empty() ? o.compiler : cuda ? "nvcc" : "cc";
+        std::string cmd = cuda ? cc + " -std=c++17 -O3 -arch=" + o.arch + " -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i])
+                               : cc + " -std=c99 -O2 -I" + quote(o.runtimeDir) + " " + quote(sources[i]) + " -o " + quote(bins[i]) + " -lm";
+        Ran r = shell(cmd, o.timeoutS * 4);
+        if (r.rc != 0) {
+          trials[i].status = r.timedOut ? TrialStatus::Timeout : TrialStatus::CompileError;
+          trials[i].detail = r.timedOut ? "compiling took more than " + std::to_string((int)(o.timeoutS * 4)) + " s" : firstLine(r.output);
+          ok = false;
+        }
+      }
+      std::lock_guard<std::mutex> hold(compileLock);
+      if (!ok) {
+        if (valid[i]) std::remove(sources[i].c_str());
+        sources[i].clear();
         bins[i].clear();
       }
+      compiled[i] = true;
+      compiledCv.notify_all();
     }
   };
   std::vector<std::thread> pool;
   for (int j = 0; j < std::max(1, o.jobs); ++j) pool.emplace_back(worker);
-  for (auto &t : pool) t.join();
+  // (The runs below wait for each variant's compile; past `expired`, no new compile starts.)
+  auto awaitCompiled = [&](size_t i) {
+    std::unique_lock<std::mutex> hold(compileLock);
+    compiledCv.wait(hold, [&] { return (bool)compiled[i]; });
+  };
   // Run one at a time, or one per GPU of o.gpus at once.
   std::string field = cuda ? "median_us" : "time_us";
   std::string seed = std::to_string(o.seed);
   auto run = [&](size_t i, const std::string &env) {
+    awaitCompiled(i);
     Trial &t = trials[i];
     if (sources[i].empty() || bins[i].empty()) return;
     auto once = [&](const std::string &args, const std::string &sizes) {
@@ -235,14 +270,14 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
     ended[i] = true;
     for (; reported < n && ended[reported]; ++reported) done(reported, trials[reported]);
   };
-  next = 0;
+  std::atomic<size_t> next{0};
   size_t first = 0;
   // The first variant that runs writes the reference cache: alone, before any other starts.
   bool cached = false;
   std::error_code ec;
   for (const auto &e : std::filesystem::directory_iterator(o.workDir, ec))
     cached = cached || e.path().filename().string().rfind("reference.", 0) == 0;
-  for (; !cached && first < n && (sources[first].empty() || bins[first].empty()); ++first) finish(first);
+  for (; !cached && first < n && (awaitCompiled(first), sources[first].empty() || bins[first].empty()); ++first) finish(first);
   if (!cached && first < n) {
     run(first, on(0));
     finish(first);
@@ -258,6 +293,8 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
   std::vector<std::thread> gpus;
   for (size_t g = 0; g < std::max<size_t>(1, o.gpus.size()); ++g) gpus.emplace_back(runner, g);
   for (auto &t : gpus) t.join();
+  stopCompiles = true;
+  for (auto &t : pool) t.join();
   for (size_t i = 0; i < n; ++i) {
     if (!bins[i].empty()) std::remove(bins[i].c_str());
     if (!sources[i].empty()) std::remove(sources[i].c_str());

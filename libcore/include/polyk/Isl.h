@@ -45,8 +45,23 @@ template <class F> auto reportedAt(const SourceLoc &at, const std::string &stage
   }
 }
 
-/// The process-wide isl context (errors become isl::exception, nothing printed by isl).
+/// The process-wide isl context (errors become isl::exception, nothing printed by isl), or the
+/// calling thread's own while an IslThreadContext lives in it.
 isl::ctx islCtx();
+
+/// A context of its own for the thread that holds this (isl objects cannot be shared across
+/// threads): polyk-tune's workers each build their variants through the stages with one. No isl
+/// object made under it may outlive it.
+class IslThreadContext {
+public:
+  IslThreadContext();
+  ~IslThreadContext();
+  IslThreadContext(const IslThreadContext &) = delete;
+  IslThreadContext &operator=(const IslThreadContext &) = delete;
+
+private:
+  isl_ctx *ctx_;
+};
 
 /// Throws InputError at `loc` when `text` does not parse as `kind`.
 void checkIslText(const std::string &text, IslKind kind, const SourceLoc &loc);
