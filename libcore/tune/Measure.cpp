@@ -130,8 +130,9 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
   // The program flattened once (the tool has read it: no error here); its text goes to the workers.
   Scop flat = flatten(readProgram(o.programText, o.programFile));
   std::vector<bool> valid(n, false);
+  std::vector<std::vector<long long>> full(n); // completed: derived parameters filled in
   for (size_t i = 0; i < n; ++i) {
-    std::vector<long long> v = configs[i];
+    std::vector<long long> &v = full[i] = configs[i];
     trials[i].key = model.key(v);
     std::string broken = model.complete(v);
     if (!broken.empty()) {
@@ -156,8 +157,7 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
     try {
       IslThreadContext isl;
       Scop mine = readScop(flatText, "scop");
-      std::vector<long long> v = configs[i];
-      model.complete(v);
+      const std::vector<long long> &v = full[i];
       ScheduleOptions so;
       so.sizes = sizesOf(model.space(), v);
       Scop sched = readSchedule(writeSchedule(schedule(mine, so)), "schedule");
