@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A long fuzzing run of one reader, beyond CI's 30 s: builds build-san (clang, ASan + UBSan,
+# A long fuzzing run of one reader, beyond CI's 20 s: builds build-san (clang, ASan + UBSan,
 # libFuzzer) if needed, then fuzzes TARGET (program, scop, schedule, bound or kernel) for SECONDS
 # from a scratch copy of its seed corpus with the shared dictionary (test/fuzz/fuzz.sh). Prints
 # libFuzzer's final stats; on a finding exits non-zero and prints the path of the saved input,
