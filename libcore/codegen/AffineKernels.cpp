@@ -5,6 +5,7 @@
 // init, update loop and store of one output point run in that thread, in order.
 #include "EmitParts.h"
 #include "Staging.h"
+#include "WholeTiles.h"
 
 #include "polyk/Bind.h"
 #include "polyk/Promotion.h"
@@ -166,7 +167,8 @@ std::string replaceWord(const std::string &text, const std::string &word, const 
   return o;
 }
 
-std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}, const Staging &staging = {}) {
+std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}, const Staging &staging = {},
+                   const WholeTiles &wt = {}) {
   std::set<std::string> promoted = promotedIn(kc);
   std::string o;
   for (const auto &name : kc.statements) {
@@ -193,8 +195,31 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
       if (m != before) m = m.replace(m.find(") do {"), 6, ", polyk_reg) do {");
     }
     o += m;
+    // A store of a kernel whose partial blocks compute whole tiles: there, only the points that
+    // exist (NAME_guarded).
+    if (auto g = wt.storeGuards.find(name); wt.apply && g != wt.storeGuards.end() && !g->second.empty()) {
+      size_t open = m.find(" do { ") + 6, close = m.rfind(" } while (0)");
+      std::string call = "#define " + name + "(";
+      o += "#define " + name + "_guarded(" + m.substr(call.size(), open - call.size()) + "if (" + g->second + ") { " +
+           m.substr(open, close - open) + " }" + m.substr(close);
+    }
   }
   return o;
+}
+
+/// The block coordinates of an `n`-member tile band at the ids that take them: member m on x, y
+/// or z<m> ({ [m0, ...] : m0 = b_z0, ... } over the params and ids).
+isl::set coordinatesAtIds(const Scop &s, unsigned n) {
+  std::string idList, coords, eqs;
+  for (const auto &[p, v] : s.params) idList += (idList.empty() ? "" : ", ") + p;
+  for (const char *id : {"b_x", "b_y", "t_x", "t_y"}) idList += (idList.empty() ? "" : ", ") + std::string(id);
+  for (unsigned i = 0; i + 2 < n; ++i) idList += ", b_z" + std::to_string(i) + ", t_z" + std::to_string(i);
+  for (unsigned m = 0; m < n; ++m) {
+    std::string id = m + 1 == n ? "b_x" : m + 2 == n ? "b_y" : "b_z" + std::to_string(m);
+    coords += std::string(m ? ", " : "") + "m" + std::to_string(m);
+    eqs += std::string(m ? " and " : "") + "m" + std::to_string(m) + " = " + id;
+  }
+  return isl::set(islCtx(), "[" + idList + "] -> { [" + coords + "] : " + eqs + " }");
 }
 
 /// The blocks of kernel `k` whose tile lies wholly inside every statement's parallel dims, as a
@@ -202,48 +227,26 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
 /// In such a block no point needs a guard: the kernel specialises its AST for them.
 isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const KernelConfig &kc, const AffineKernelIds &ids) {
   isl::ctx ctx = islCtx();
-  isl::schedule_node band;
-  std::string name = "kernel_" + std::to_string(k);
-  bound.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
-    if (!band.is_null()) return false;
-    if (n.isa<isl::schedule_node_mark>() && markName(n) == name) {
-      isl::schedule_node c = n.child(0);
-      while (c.isa<isl::schedule_node_mark>()) c = c.child(0);
-      if (c.isa<isl::schedule_node_band>()) band = c;
-      return false;
-    }
-    return true;
-  });
+  isl::schedule_node band = tileBand(bound, k);
   if (band.is_null()) return isl::set();
-  auto sizes = parseSizes(s.sizes, &s.at.sizes);
-  const std::vector<long long> &tile = sizes[k].tile;
   unsigned n = band.as<isl::schedule_node_band>().n_member();
-  if (tile.size() != n) return isl::set();
-  // Tile coordinates -> the ids: member m on x, y or z<m>.
-  std::string idList, tau, eqs;
-  for (const auto &[p, v] : s.params) idList += (idList.empty() ? "" : ", ") + p;
-  for (const char *id : {"b_x", "b_y", "t_x", "t_y"}) idList += (idList.empty() ? "" : ", ") + std::string(id);
-  for (unsigned i = 0; i + 2 < n; ++i) idList += ", b_z" + std::to_string(i) + ", t_z" + std::to_string(i);
-  std::string box;
-  for (unsigned m = 0; m < n; ++m) {
-    std::string id = m + 1 == n ? "b_x" : m + 2 == n ? "b_y" : "b_z" + std::to_string(m);
-    std::string T = std::to_string(tile[m]);
-    eqs += std::string(m ? " and " : "") + "p" + std::to_string(m) + " >= " + T + "*" + id + " and p" + std::to_string(m) +
-           " < " + T + "*" + id + " + " + T;
-    tau += std::string(m ? ", " : "") + "p" + std::to_string(m);
-  }
-  // The points of the block's tile: all must be points of each statement's parallel dims.
-  isl::set tilePoints(ctx, "[" + idList + "] -> { [" + tau + "] : " + eqs + " }");
-  isl::set full = isl::set::universe(tilePoints.get_space()).params();
+  isl::set atIds = coordinatesAtIds(s, n);
+  isl::set full = isl::set::universe(atIds.get_space()).params();
   for (const auto &stName : kc.statements) {
     const ScopStatement &st = *s.statement(stName);
     isl::set dom(ctx, st.domain);
-    if (dom.tuple_dim() < n) return isl::set();
-    // (isl aligns the parameters of both sides of a binary operation.)
+    isl::multi_aff block = blockOf(band, s.sizes.empty() ? std::vector<long long>() : parseSizes(s.sizes, &s.at.sizes)[k].tile, st);
+    if (dom.tuple_dim() < n || block.is_null()) return isl::set();
+    // The blocks of the points outside the statement's parallel dims (its first n; the band
+    // reads no other).
     unsigned reduced = dom.tuple_dim() - n;
-    isl::set par = isl::manage(isl_set_reset_tuple_id(isl_set_project_out(dom.release(), isl_dim_set, n, reduced)));
-    isl::set outside = tilePoints.subtract(par);
-    full = full.subtract(outside.params());
+    isl::set par = isl::manage(isl_set_project_out(dom.copy(), isl_dim_set, n, reduced));
+    isl::set outside = isl::manage(isl_set_reset_tuple_id(
+        isl_set_insert_dims(isl::set::universe(par.get_space()).subtract(par).release(), isl_dim_set, n, reduced)));
+    isl::map toBlock = isl::manage(isl_map_reset_tuple_id(isl_map_from_multi_aff(block.copy()), isl_dim_in));
+    isl::set blocks = isl::manage(isl_set_reset_tuple_id(outside.apply(toBlock).release()));
+    // (isl aligns the parameters of both sides of a binary operation.)
+    full = full.subtract(blocks.intersect(atIds).params());
   }
   return full.intersect(affineMappingContext(kc, ids)).coalesce();
 }
@@ -342,7 +345,7 @@ struct AstCallbacks {
 };
 
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
-                       int k, const RegisterTile &regs, const Staging &staging,
+                       int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
                        const isl::schedule &bound, Dialect d, bool unrolled) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
@@ -415,9 +418,12 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     return stagingCopy(s, staging, kc, d, indented(marks.offsets.at(at)), indented(marks.nextOffsets.at(at)), indent) + body +
            (d == Dialect::Cuda ? pad + "__syncthreads();\n" : "");
   };
-  printer.user = [](const std::string &stmt, const std::vector<std::string> &a) -> std::string {
+  bool guarded = false; // (calls of the stores' guarded macros: whole tiles in partial blocks)
+  printer.user = [&](const std::string &stmt, const std::vector<std::string> &a) -> std::string {
     if (stmt == "polyk_stage") return ""; // its `shared` mark prints the copies
-    std::string c = stmt + "(";
+    auto g = wt.storeGuards.find(stmt);
+    bool guard = guarded && g != wt.storeGuards.end() && !g->second.empty();
+    std::string c = stmt + (guard ? "_guarded(" : "(");
     for (size_t i = 0; i < a.size(); ++i) c += (i ? ", " : "") + a[i];
     return c + ");\n";
   };
@@ -432,11 +438,40 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     };
   std::string o = ids.prologue() + stagingDecls(s, staging, d, kc);
   for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + ";\n";
-  std::string general = printer.print(build.node_from(restricted), 2);
-  if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
   // Blocks of whole tiles, where a thread's points are unrolled (a register tile): the same AST
   // in a context that knows it, without the points' guards.
   isl::set full = unrolled ? fullTiles(s, bound, k, kc, ids) : isl::set();
+  // Where the partial blocks may compute whole tiles too (WholeTiles.h), every block whose
+  // parameters give each statement instances runs that code, its stores guarded. The code of the
+  // exact points remains for the other parameters (an empty reduction's init and store).
+  // The blocks of whole tiles keep the code without guards (a guard on each store cost Gaussian2D
+  // 269 -> 398 us on the H100, bench/results/2026-11-26-h100-whole-tiles.txt).
+  if (wt.apply && !full.is_null() && !full.is_empty()) {
+    isl::set context = affineMappingContext(kc, ids), some = context;
+    for (const auto &name : kc.statements) some = some.intersect_params(isl::set(islCtx(), s.statement(name)->domain).params());
+    some = some.intersect(wt.blocks.intersect(coordinatesAtIds(s, (unsigned)wt.blocks.tuple_dim())).params());
+    isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
+    isl::ast_node wholeAst = fullBuild.node_from(restrictedUnrolled);
+    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    std::string whole = printer.print(wholeAst, 2);
+    guarded = true;
+    std::string partial = printer.print(wholeAst, 2);
+    guarded = false;
+    auto expr = [&](const isl::set &blocks) {
+      isl::ast_expr e = isl::manage(isl_ast_build_expr_from_set(build.get(), blocks.copy()));
+      return islExprToC(e.get());
+    };
+    std::string o2 = o + "  if (" + expr(full) + ") {\n" + whole + "  } else";
+    isl::set rest = context.subtract(some);
+    if (rest.is_empty()) return o2 + " {\n" + partial + "  }\n";
+    std::string general = printer.print(withMarks(isl::ast_build::from_context(rest)).node_from(restricted), 2);
+    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    o2 += " if (" + expr(some) + ") {\n" + partial + "  }";
+    if (general.find_first_not_of(" \n") == std::string::npos) return o2 + "\n";
+    return o2 + " else {\n" + general + "  }\n";
+  }
+  std::string general = printer.print(build.node_from(restricted), 2);
+  if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
   if (!full.is_null() && !full.is_empty()) {
     isl::set context = affineMappingContext(kc, ids).intersect(full);
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context));
@@ -448,6 +483,15 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     }
   }
   return o + "  {\n" + general + "  }\n";
+}
+
+/// The #undef of each store's guarded macro (macros()).
+std::string undefGuarded(const WholeTiles &wt) {
+  std::string o;
+  if (!wt.apply) return o;
+  for (const auto &[name, g] : wt.storeGuards)
+    if (!g.empty()) o += "#undef " + name + "_guarded\n";
+  return o;
 }
 
 std::string launchDims(const KernelConfig &kc) {
@@ -507,8 +551,9 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt);
+    WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
-    o += macros(s, kc, Dialect::Cuda, regs, staging);
+    o += macros(s, kc, Dialect::Cuda, regs, staging, wt);
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
     // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
     // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
@@ -524,9 +569,9 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          (plan.split ? "const polyk_idx polyk_boff, " : "") + params(s, true) + ") {\n";
-    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::Cuda, withRegisters.count(k) > 0);
+    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
-    o += body + "}\n" + undefMacros(s) + "\n";
+    o += body + "}\n" + undefMacros(s) + undefGuarded(wt) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -579,7 +624,8 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt); // (the CUDA kernel's, run by one thread)
-    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging);
+    WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
+    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging, wt);
     // blockIdx / threadIdx as the kernel's prologue reads them.
     o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";
     o += "  for (polyk_idx by = 0; by < " + kc.grid[1] + "; ++by)\n";
@@ -588,7 +634,8 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s);
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) +
+         undefGuarded(wt);
   }
   o += steps.end;
   for (const auto &t : s.tensors)
@@ -601,6 +648,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt);
+    WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     auto range = [&](char axis, const std::string &var, const std::string &extent) {
       if (plan.split && plan.axis == axis)
@@ -610,13 +658,14 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     o += "\n/* " + kc.name + (plan.split ? std::string(", blocks polyk_lo..polyk_hi along ") + plan.axis : std::string(", all blocks")) + " */\n";
     o += "static void " + kc.name + "_blocks(polyk_idx polyk_lo, polyk_idx polyk_hi, " + params(s, false) + ") {\n";
     o += "  (void)polyk_lo; (void)polyk_hi;\n";
-    o += macros(s, kc, Dialect::C, regs, staging);
+    o += macros(s, kc, Dialect::C, regs, staging, wt);
     o += range('z', "bz", kc.grid[2]) + range('y', "by", kc.grid[1]) + range('x', "bx", kc.grid[0]);
     o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) + "}\n";
+    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) +
+         undefGuarded(wt) + "}\n";
   }
   return o + emitMultiLauncher(s, mapped, opt, false);
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""GEMM at sizes drawn at random (and a few near 4096), polyk against cuBLAS in one run: each size
+is checked against the CPU reference by the example's harness, then timed by it (check=0) and by
+triton's do_bench on torch.mm (median, L2 flushed, TF32 off). Prints one line per size, then the
+geomean of cuBLAS / polyk.
+
+  python3 bench/gemm_sizes.py HARNESS SEED COUNT [MAX]   (HARNESS: blas/gemm4096's, compiled)
+"""
+import math
+import random
+import re
+import subprocess
+import sys
+
+import torch
+from triton.testing import do_bench
+
+torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def polyk(harness, args, check):
+    out = subprocess.run([harness, "1", "20" if not check else "2"] + args + ([] if check else ["check=0"]),
+                         capture_output=True, text=True, timeout=600).stdout.strip().splitlines()[-1]
+    us = float(re.search(r"median_us=([0-9.]+)", out).group(1))
+    return out.split()[0], us
+
+
+def cublas(m, n, k):
+    a, b = torch.rand(m, k, device="cuda") * 2 - 1, torch.rand(k, n, device="cuda") * 2 - 1
+    return do_bench(lambda: torch.mm(a, b), return_mode="median") * 1000
+
+
+def main():
+    harness, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    top = int(sys.argv[4]) if len(sys.argv) > 4 else 2500
+    rng = random.Random(seed)
+    sizes = [(rng.randint(1, top), rng.randint(1, top), rng.randint(1, top)) for _ in range(count)]
+    sizes += [(4096, 4096, 4096), (4092, 4092, 4092), (4095, 4095, 4095), (1000, 1000, 1000)]
+    print(f"{torch.cuda.get_device_name()}; sizes: random.Random({seed}), {count} drawn uniform in [1, {top}], then 4 near 4096 / 1000")
+    print(f"{'M':>5} {'N':>5} {'K':>5} {'check':>6} {'polyk_us':>9} {'cublas_us':>9} {'ratio':>6} {'TFLOP/s':>7}")
+    ratios = []
+    for m, n, k in sizes:
+        args = [f"M={m}", f"N={n}", f"K={k}"]
+        status, _ = polyk(harness, args, True) if m * n * k <= 2500 ** 3 else ("-", 0)
+        _, us = polyk(harness, args, False)
+        peer = cublas(m, n, k)
+        ratios.append(peer / us)
+        print(f"{m:5d} {n:5d} {k:5d} {status:>6} {us:9.1f} {peer:9.1f} {peer / us:6.2f} {2 * m * n * k / us / 1e6:7.1f}", flush=True)
+    print(f"geomean cuBLAS / polyk over {len(ratios)} sizes: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
+
+
+if __name__ == "__main__":
+    main()
