@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """GEMM at sizes drawn at random (and a few near 4096), polyk against cuBLAS in one run: each size
-is checked against the CPU reference by the example's harness, then timed by it (check=0) and by
-triton's do_bench on torch.mm (median, L2 flushed, TF32 off). Prints one line per size, then the
-geomean of cuBLAS / polyk.
+is checked against the CPU reference by a harness, then timed by it (check=0) and by triton's
+do_bench on torch.mm (median, L2 flushed, TF32 off). Prints one line per size, then the geomean of
+cuBLAS / polyk.
 
-  python3 bench/gemm_sizes.py HARNESS SEED COUNT [MAX]   (HARNESS: blas/gemm4096's, compiled)
+  python3 bench/gemm_sizes.py HARNESS SEED COUNT [MAX]
+      HARNESS: blas/gemm4096's, compiled: one kernel, compiled for 4096^3, at every size;
+      or a directory from `prepare`: a program per size, its sizes chosen for it (DIR/gemm_M_N_K)
+  python3 bench/gemm_sizes.py prepare DIR SEED COUNT [MAX]   (here: the programs and their .cu;
+      the GPU machine compiles them: bench/run-list.sh's nvcc line, or nvcc by hand)
 """
 import math
 import random
@@ -12,10 +16,6 @@ import re
 import subprocess
 import sys
 
-import torch
-from triton.testing import do_bench
-
-torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def polyk(harness, args, check):
@@ -26,23 +26,52 @@ def polyk(harness, args, check):
 
 
 def cublas(m, n, k):
+    import torch
+    from triton.testing import do_bench
+    torch.backends.cuda.matmul.allow_tf32 = False
     a, b = torch.rand(m, k, device="cuda") * 2 - 1, torch.rand(k, n, device="cuda") * 2 - 1
     return do_bench(lambda: torch.mm(a, b), return_mode="median") * 1000
 
 
-def main():
-    harness, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    top = int(sys.argv[4]) if len(sys.argv) > 4 else 2500
+def drawn(seed, count, top):
     rng = random.Random(seed)
     sizes = [(rng.randint(1, top), rng.randint(1, top), rng.randint(1, top)) for _ in range(count)]
-    sizes += [(4096, 4096, 4096), (4092, 4092, 4092), (4095, 4095, 4095), (1000, 1000, 1000)]
-    print(f"{torch.cuda.get_device_name()}; sizes: random.Random({seed}), {count} drawn uniform in [1, {top}], then 4 near 4096 / 1000")
+    return sizes + [(4096, 4096, 4096), (4092, 4092, 4092), (4095, 4095, 4095), (1000, 1000, 1000)]
+
+
+def prepare(out, seed, count, top):
+    import os
+    os.makedirs(out, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    program = open(os.path.join(here, "..", "examples", "blas", "gemm.yaml")).read()
+    for m, n, k in drawn(seed, count, top):
+        name = f"gemm_{m}_{n}_{k}"
+        text = re.sub(r"params: \{[^}]*\}", f"params: {{M: {m}, N: {n}, K: {k}}}", program)
+        with open(os.path.join(out, name + ".yaml"), "w") as f:
+            f.write(text)
+        subprocess.run([os.path.join(here, "..", "pipelines", "compile.sh"), os.path.join(out, name + ".yaml"),
+                        os.path.join(out, name + ".cu"), "--harness"], check=True)
+
+
+def main():
+    if sys.argv[1] == "prepare":
+        out, seed, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        return prepare(out, seed, count, int(sys.argv[5]) if len(sys.argv) > 5 else 2500)
+    harness, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    top = int(sys.argv[4]) if len(sys.argv) > 4 else 2500
+    import os
+    import torch
+    perSize = os.path.isdir(harness)
+    sizes = drawn(seed, count, top)
+    print(f"{torch.cuda.get_device_name()}; sizes: random.Random({seed}), {count} drawn uniform in [1, {top}], then 4 near 4096 / 1000;"
+          f" {'a program per size' if perSize else 'one harness: ' + harness}")
     print(f"{'M':>5} {'N':>5} {'K':>5} {'check':>6} {'polyk_us':>9} {'cublas_us':>9} {'ratio':>6} {'TFLOP/s':>7}")
     ratios = []
     for m, n, k in sizes:
         args = [f"M={m}", f"N={n}", f"K={k}"]
-        status, _ = polyk(harness, args, True) if m * n * k <= 2500 ** 3 else ("-", 0)
-        _, us = polyk(harness, args, False)
+        exe = os.path.join(harness, f"gemm_{m}_{n}_{k}") if perSize else harness
+        status, _ = polyk(exe, args, True) if m * n * k <= 2500 ** 3 else ("-", 0)
+        _, us = polyk(exe, args, False)
         peer = cublas(m, n, k)
         ratios.append(peer / us)
         print(f"{m:5d} {n:5d} {k:5d} {status:>6} {us:9.1f} {peer:9.1f} {peer / us:6.2f} {2 * m * n * k / us / 1e6:7.1f}", flush=True)

@@ -89,7 +89,7 @@ PLOTTED = {"hotspot16384": "Hotspot 16384² ×1500", "nbody131072": "N-body 1310
            "matmul16384": "Matmul 16384²", "jacobi3d": "Jacobi3D 512³"}
 
 
-def plot(t, real, first, bw, out, title):
+def plot(t, real, first, bw, out, title, device="H100"):
     """GPUs against speedup: measured (one process, real GPUs), projected, and ideal."""
     import matplotlib
     matplotlib.use("Agg")
@@ -103,7 +103,7 @@ def plot(t, real, first, bw, out, title):
         if (c, "polyk-1gpu") in t:
             proj = [(1, 1.0)] + [(d, projection(t, first, c, d, bw)) for d in (2, 4, 8) if (c, f"polyk-virtual-{d}") in t]
             ax.plot(*zip(*proj), "x--", color=f"C{i}", alpha=0.7, label=f"{label}, projected")
-    ax.set_xlabel("GPUs (H100)")
+    ax.set_xlabel(f"GPUs ({device})")
     ax.set_ylabel("speedup over the same program on 1 GPU")
     ax.set_xticks([1, 2, 4, 8])
     ax.set_yticks([1, 2, 4, 6, 8])
@@ -120,6 +120,7 @@ def main():
     ap.add_argument("--bw", type=float, default=395.0, help="one-way peer bandwidth, GB/s")
     ap.add_argument("--plot", help="also draw the speedup plot into this PNG (matplotlib)")
     ap.add_argument("--title", default="polyk-partition: measured on real GPUs, projected beyond")
+    ap.add_argument("--device", default="H100", help="the GPUs' name on the plot's x axis")
     opt = ap.parse_args()
     rows, fails, real, first = parse(opt.files)
     print("suite,case,contender,median_us,bytes")
@@ -176,7 +177,7 @@ def main():
         print(f"median non-transfer overhead (beta - gamma) / alpha on {d} virtual devices: "
               f"{100 * statistics.median(v):.2f}% over {len(v)} workloads", file=err)
     if opt.plot:
-        plot(t, real, first, opt.bw, opt.plot, opt.title)
+        plot(t, real, first, opt.bw, opt.plot, opt.title, opt.device)
     print(f"(projection: T_N = T_1/N + bytes_N/(N * {opt.bw:g} GB/s), copies not overlapped; a model)", file=err)
 
 
