@@ -282,6 +282,15 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
       if (best == n) break;
       halve(best);
     }
+    // 8 x 8 points run one block an SM: where the last wave of blocks would leave most SMs idle
+    // (the grid's blocks fill under 70% of its waves), 8 x 4 points, two blocks an SM, halve the
+    // tail. H100 (bench/results/2026-11-26-h100-gemm-waves.txt): GEMM 1509 x 1521 x 837 (144
+    // blocks of 8 x 8: 55% of 2 waves) 223 -> 187 us, 1672 x 1414 x 1010 (64%) 274 -> 223, but
+    // 2154 x 1499 x 1066 (77%) 290 against 302, 2330 x 1662 x 1613 (94%) 430 against 454.
+    if (!wholeX && points() == 64 && s.tile[n - 1] / s.block[n - 1] == 8 && s.tile[n - 2] / s.block[n - 2] == 8) {
+      long long b = blocks(), waves = (b + kSMs - 1) / kSMs;
+      if (b < 7 * waves * kSMs / 10) s.tile[n - 1] /= 2;
+    }
   }
   if (shape == Shape::Stencil && n > 2) {
     // A stencil's outer dim: 4 consecutive points a thread (unrolled: the loads of the planes
@@ -476,19 +485,27 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // a reduction's thread owns 8 or more along x, so each run is read from the staged copy as one
     // float4, conflict-free (GEMM 4096^3 4247 -> 4017 us, ab-bc 550 -> 524; GEMM 1024^3's 4 points
     // as one run 83.9 -> 85.7: left cyclic; bench/results/2026-11-25-h100-vector-runs.txt).
-    long long pointsX = sz.block.empty() ? 1 : sz.tile.back() / std::max<long long>(1, sz.block.back());
-    bool whole = sz.tile.size() == sz.block.size();
-    for (size_t m = 0; whole && m < sz.tile.size(); ++m) whole = sz.block[m] > 0 && sz.tile[m] % sz.block[m] == 0;
-    sz.vector = shape == Shape::Registers && whole && pointsX >= 8 && pointsX % 4 == 0 ? 4 : 1;
-    if (auto it = requested.find((int)k); it != requested.end() && it->second.vector > 0) sz.vector = it->second.vector;
     if (sz.tile.size() != par || sz.block.size() != par)
       throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(par) +
                        " members; give that many tile and block sizes");
-    // The reduced band (a reduction's update): 16 iterations of its innermost member a tile by
-    // default, where threads own register tiles (polyk-bind stages the tiles' operands).
     const ScopStatement *update = nullptr;
     for (const ScopStatement *st : kernels[k])
       if (st->dims.size() > par) update = st;
+    long long pointsX = sz.block.empty() ? 1 : sz.tile.back() / std::max<long long>(1, sz.block.back());
+    bool whole = sz.tile.size() == sz.block.size();
+    for (size_t m = 0; whole && m < sz.tile.size(); ++m) whole = sz.block[m] > 0 && sz.tile[m] % sz.block[m] == 0;
+    long long pointsY = whole && par >= 2 ? sz.tile[par - 2] / sz.block[par - 2] : 1;
+    // Runs along y pay where an operand read along y has a reduced dim last (yRunsPay, below).
+    bool yRuns = pointsY >= 8 && pointsY % 4 == 0 && update && par >= 2 &&
+                 yRunsPay(*update, par, order.empty() ? par - 2 : order[par - 2], order.empty() ? par - 1 : order[par - 1]);
+    // 4 points along x make one run too where y's 8 come in runs (GEMM 1672 x 1414 x 1010 with 8 x
+    // 4 points 260 -> 223 us, 2228 x 526 x 2196 338 -> 277; bench/results/2026-11-26-h100-gemm-waves.txt).
+    // (4 x 4 points keep theirs cyclic: as one run along x 84.1 -> 85.1 us at 1000^3, with runs along
+    // y too 83.5, within noise.)
+    sz.vector = shape == Shape::Registers && whole && ((pointsX >= 8 && pointsX % 4 == 0) || (pointsX == 4 && yRuns)) ? 4 : 1;
+    if (auto it = requested.find((int)k); it != requested.end() && it->second.vector > 0) sz.vector = it->second.vector;
+    // The reduced band (a reduction's update): 16 iterations of its innermost member a tile by
+    // default, where threads own register tiles (polyk-bind stages the tiles' operands).
     size_t reducedDims = update ? update->dims.size() - par : 0;
     if (shape == Shape::Window && update) {
       // The whole window in one reduced tile: the block stages its inputs once.
@@ -501,11 +518,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     }
     // And along y where the thread's points there come in runs too: polyk-bind then lays a staged
     // operand read along y only (GEMM's A) out with that dim innermost, so each run is one float4.
-    long long pointsY = whole && par >= 2 ? sz.tile[par - 2] / sz.block[par - 2] : 1;
-    sz.vectorY = sz.vector == 4 && pointsY >= 8 && pointsY % 4 == 0 && update &&
-                         yRunsPay(*update, par, order.empty() ? par - 2 : order[par - 2], order.empty() ? par - 1 : order[par - 1])
-                     ? 4
-                     : 1;
+    sz.vectorY = sz.vector == 4 && yRuns ? 4 : 1;
     if (auto it = requested.find((int)k); it != requested.end() && it->second.vector > 0) sz.vectorY = std::max<long long>(1, it->second.vectorY);
     if (auto it = requested.find((int)k); it != requested.end() && !it->second.reduce.empty()) {
       if (it->second.reduce.size() != reducedDims)
