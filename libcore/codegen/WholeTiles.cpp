@@ -38,7 +38,7 @@ isl::multi_aff onlyPiece(const isl::map &m) {
 /// Every read `access` of tensor tile `t` by the points `ext` of statement `dom` (whose staging
 /// prefix `prefix` gives) falls inside the tile's box.
 bool insideBox(const isl::set &dom, const isl::set &ext, const std::string &access, const SharedTile &t,
-               const isl::union_map &prefix) {
+               const isl::union_map &prefix, const isl::multi_aff &block) {
   isl::union_map mine = prefix.intersect_domain(isl::union_set(dom));
   isl::map_list maps = mine.get_map_list();
   if (maps.size() != 1) return false;
@@ -48,6 +48,14 @@ bool insideBox(const isl::set &dom, const isl::set &ext, const std::string &acce
   auto bare = [](isl::multi_aff ma) {
     return isl::manage(isl_multi_aff_reset_tuple_id(isl_multi_aff_reset_tuple_id(ma.release(), isl_dim_in), isl_dim_out));
   };
+  // The prefix's functions hold on the domain; on the points past the ends its tile band's must
+  // still be the blocks' (isl may have simplified them with the domain's bounds).
+  unsigned n = block.size(), all = pre.size();
+  if (all < n) return false;
+  isl::multi_aff tiles = isl::manage(isl_multi_aff_drop_dims(pre.copy(), isl_dim_out, n, all - n));
+  isl::map preTiles = isl::manage(isl_map_from_multi_aff(bare(tiles).release())).intersect_domain(ext);
+  isl::map blocks = isl::manage(isl_map_from_multi_aff(bare(block).release())).intersect_domain(ext);
+  if (!preTiles.is_equal(blocks)) return false;
   isl::multi_aff offsetInTile = bare(read).sub(bare(t.offset.pullback(pre)));
   isl::map within = isl::manage(isl_map_from_multi_aff(offsetInTile.release()));
   std::string x, cons;
@@ -188,7 +196,7 @@ WholeTiles wholeTiles(const Scop &s, const isl::schedule &bound, const KernelCon
       std::string t = tensorOf(r);
       if (promoted.count(t)) continue;
       const SharedTile *copy = staging.tile(t);
-      if (!shared.count(t) || !staging.reads(name) || !copy || !insideBox(dom, ext, r, *copy, staging.prefix)) return {};
+      if (!shared.count(t) || !staging.reads(name) || !copy || !insideBox(dom, ext, r, *copy, staging.prefix, blockOfStmt[name])) return {};
     }
   }
   out.apply = true;
