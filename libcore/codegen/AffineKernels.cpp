@@ -334,7 +334,7 @@ struct AstCallbacks {
     const auto &tiles = self->staging->tiles;
     for (size_t i = 0; i < tiles.size(); ++i) {
       if (!print(tiles[i], tiles[i].offset, offsetName, code)) break;
-      if (self->staging->prefetch && !print(tiles[i], self->staging->nextOffset.at(i), nextOffsetName, next)) break;
+      if ((self->staging->prefetch || self->staging->async) && !print(tiles[i], self->staging->nextOffset.at(i), nextOffsetName, next)) break;
     }
     isl_union_map_free(sched);
     std::string note = "shared " + std::to_string(self->offsets.size());
@@ -526,7 +526,7 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
 Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt) {
   Staging staging;
   staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
-  if (opt.prefetch == "auto") planPrefetch(s, staging, s.kernels.at(k));
+  planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
   return staging;
 }
 
@@ -571,7 +571,8 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
          (plan.split ? "const polyk_idx polyk_boff, " : "") + params(s, true) + ") {\n";
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
-    o += body + "}\n" + undefMacros(s) + undefGuarded(wt) + "\n";
+    // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
+    o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "") + "}\n" + undefMacros(s) + undefGuarded(wt) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";

@@ -8,6 +8,7 @@ namespace polyk::codegen {
 std::string sharedName(const std::string &t) { return "polyk_sh_" + t; }
 std::string offsetName(const std::string &t, size_t d) { return "polyk_o_" + t + "_" + std::to_string(d); }
 std::string nextOffsetName(const std::string &t, size_t d) { return "polyk_n_" + t + "_" + std::to_string(d); }
+std::string buffersName(const std::string &t) { return "polyk_shb_" + t; }
 
 namespace {
 
@@ -186,13 +187,20 @@ PrefetchRegs prefetchRegs(const Scop &s, const SharedTile &t, long long threads)
 
 } // namespace
 
-void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc) {
-  st.prefetch = false;
+void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc, const std::string &mode) {
+  st.prefetch = st.async = false;
   st.nextOffset.clear();
-  if (st.tiles.empty()) return;
-  long long words = 0;
-  for (const auto &t : st.tiles) words += prefetchRegs(s, t, blockThreads(kc)).words;
-  if (words > kPrefetchWords) return;
+  if (st.tiles.empty() || mode == "off") return;
+  long long words = 0, bytes = 0;
+  bool asyncSizes = true;
+  for (const auto &t : st.tiles) {
+    words += prefetchRegs(s, t, blockThreads(kc)).words;
+    int b = dtypeBytes(s.tensor(t.tensor)->type);
+    bytes += 2 * (t.elements() + 3) / 4 * 4 * b;
+    asyncSizes = asyncSizes && (b == 4 || b == 8);
+  }
+  bool async = mode == "async" || words > kPrefetchWords;
+  if (async && (bytes > kAsyncBytes || !asyncSizes)) return;
   // The prefix with its innermost reduced tile member that has a next value one further (those
   // inside it have one value: the filter's whole window): a next tile of the same block must exist
   // for some instance (a window reduction's one tile has none).
@@ -206,22 +214,34 @@ void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc) {
     if (isl::union_map(isl::manage(isl_map_from_multi_aff(shift.copy()))).intersect_domain(points).intersect_range(points).is_empty())
       continue;
     for (const auto &t : st.tiles) st.nextOffset.push_back(t.offset.pullback(shift));
-    st.prefetch = true;
+    (async ? st.async : st.prefetch) = true;
     return;
   }
 }
 
 std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const KernelConfig &kc) {
   std::string o;
+  bool cuda = d == Dialect::Cuda;
   for (const auto &t : st.tiles) {
     const TensorDecl &tensor = *s.tensor(t.tensor);
-    o += "  " + std::string(d == Dialect::Cuda ? "__shared__ __align__(16) " : "") + (d == Dialect::Cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type)) +
-         " " + sharedName(t.tensor) + "[" + std::to_string(t.elements()) + "];\n  polyk_idx ";
+    // (Each copy of the two a whole number of 16-byte vectors, so the second is aligned too.)
+    long long elements = st.async ? (t.elements() + 3) / 4 * 4 : t.elements();
+    std::string type = cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type), n = std::to_string(elements);
+    std::string shared = cuda ? "__shared__ __align__(16) " : "";
+    if (st.async)
+      o += "  " + shared + type + " " + buffersName(t.tensor) + "[2][" + n + "];\n  " + type + " *" + sharedName(t.tensor) + " = " +
+           buffersName(t.tensor) + "[0];\n  polyk_idx ";
+    else o += "  " + shared + type + " " + sharedName(t.tensor) + "[" + n + "];\n  polyk_idx ";
     for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + offsetName(t.tensor, i);
     o += ";\n";
   }
+  if (st.async) {
+    o += "  polyk_idx ";
+    for (const auto &t : st.tiles)
+      for (size_t i = 0; i < t.size.size(); ++i) o += (&t == &st.tiles.front() && i == 0 ? "" : ", ") + nextOffsetName(t.tensor, i) + " = 0";
+    return o + ";\n  bool polyk_pf = false;\n  unsigned polyk_buf = 0;\n";
+  }
   if (!st.prefetch) return o;
-  bool cuda = d == Dialect::Cuda;
   o += "  const polyk_idx polyk_tid = " + threadId(d) + ";\n  bool polyk_pf = false;\n";
   for (const auto &t : st.tiles) {
     // (The mapped C's one thread holds the whole tile.)
@@ -276,6 +296,82 @@ std::string prefetchingCopy(const Scop &s, const Staging &st, const KernelConfig
   return o;
 }
 
+/// Tile t copied into `target` (an array of its elements), the copy starting at `offset`: the
+/// block's threads take its element groups in turn, those inside the tensor by cp.async (4 or 8
+/// bytes, or 16 for a group of 4 f32 where the copy's rows are aligned), the others hold the
+/// padding or are skipped. The mapped C copies them plainly.
+std::string asyncTile(const SharedTile &t, const TensorDecl &tensor, int lanes, const std::function<std::string(size_t)> &offset,
+                      const std::string &target, const std::string &in, Dialect d, long long threads) {
+  bool cuda = d == Dialect::Cuda;
+  std::string o = in + "for (polyk_idx e = " + threadId(d) + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " +
+                  std::to_string(cuda ? threads : 1) + ") {\n" + in + "  polyk_idx rest = e;\n";
+  GroupParts p = groupParts(t, tensor, lanes, offset, in + "  ");
+  o += p.coords;
+  std::string padding = paddingValue(tensor, d), type = cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type);
+  std::string bytes = std::to_string(dtypeBytes(tensor.type));
+  std::vector<std::string> lhs, rhs; // the elements copied
+  for (int k = 0; k < lanes; ++k) {
+    lhs.push_back(target + "[" + (lanes == 1 ? p.local : laneIndex(t, p.local, k)) + "]");
+    rhs.push_back(t.tensor + "[" + p.global + (k ? " + " + std::to_string(k) : "") + "]");
+  }
+  std::string copy;
+  if (!cuda)
+    for (int k = 0; k < lanes; ++k) copy += lhs[k] + " = " + rhs[k] + "; ";
+  else if (lanes == 4 && alignedRows(t)) copy = "polyk::cp_async<16>(&" + lhs[0] + ", &" + rhs[0] + "); ";
+  else
+    for (int k = 0; k < lanes; ++k) copy += "polyk::cp_async<" + bytes + ">(&" + lhs[k] + ", &" + rhs[k] + "); ";
+  o += in + "  if (" + p.cond + ") { " + copy + "}";
+  if (tensor.padding) {
+    o += " else { ";
+    for (int k = 0; k < lanes; ++k) o += lhs[k] + " = " + padding + "; ";
+    o += "}";
+  }
+  return o + "\n" + in + "}\n";
+}
+
+/// The copy of Staging::async at a mark: switch to the copy the previous mark prefetched into;
+/// where that is not this mark's tile, wait for it and copy this one; start the next tile's copy
+/// into the other buffer; wait for this one's (the group before it).
+std::string asyncCopy(const Scop &s, const Staging &st, const KernelConfig &kc, Dialect d, const std::string &offsets,
+                      const std::string &nextOffsets, const std::string &pad) {
+  bool cuda = d == Dialect::Cuda;
+  std::string o = pad + "{ /* staged in shared memory: ";
+  for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
+  o += " (two copies: the next tile's copied asynchronously during the compute) */\n" + offsets;
+  o += pad + "  const bool polyk_have = polyk_pf";
+  for (const auto &t : st.tiles)
+    for (size_t i = 0; i < t.size.size(); ++i) o += " && " + nextOffsetName(t.tensor, i) + " == " + offsetName(t.tensor, i);
+  o += ";\n" + pad + "  if (polyk_pf) {\n" + pad + "    polyk_buf ^= 1u;\n";
+  for (const auto &t : st.tiles) o += pad + "    " + sharedName(t.tensor) + " = " + buffersName(t.tensor) + "[polyk_buf];\n";
+  o += pad + "  }\n";
+  auto copies = [&](const std::function<std::string(const SharedTile &, size_t)> &offset, const std::function<std::string(const SharedTile &)> &target,
+                    const std::string &in) {
+    std::string c;
+    for (const auto &t : st.tiles) {
+      const TensorDecl &tensor = *s.tensor(t.tensor);
+      auto at = [&](size_t i) { return offset(t, i); };
+      std::string runtime;
+      if (!vectorCopy(t, tensor, d, &runtime)) {
+        c += asyncTile(t, tensor, 1, at, target(t), in, d, blockThreads(kc));
+        continue;
+      }
+      c += in + "if (" + runtime + ") {\n" + asyncTile(t, tensor, 4, at, target(t), in + "  ", d, blockThreads(kc)) + in + "} else {\n" +
+           asyncTile(t, tensor, 1, at, target(t), in + "  ", d, blockThreads(kc)) + in + "}\n";
+    }
+    return c;
+  };
+  o += pad + "  if (!polyk_have) {\n" + (cuda ? pad + "    polyk::cp_async_wait<0>();\n" : "");
+  o += copies([](const SharedTile &t, size_t i) { return offsetName(t.tensor, i); }, [](const SharedTile &t) { return sharedName(t.tensor); },
+              pad + "    ");
+  o += pad + "  }\n" + (cuda ? pad + "  polyk::cp_async_commit();\n" : "");
+  o += nextOffsets;
+  o += copies([](const SharedTile &t, size_t i) { return nextOffsetName(t.tensor, i); },
+              [](const SharedTile &t) { return buffersName(t.tensor) + "[polyk_buf ^ 1u]"; }, pad + "  ");
+  if (cuda) o += pad + "  polyk::cp_async_commit();\n" + pad + "  polyk::cp_async_wait<1>();\n";
+  o += pad + "  polyk_pf = true;\n" + pad + "}\n" + (cuda ? pad + "__syncthreads();\n" : "");
+  return o;
+}
+
 } // namespace
 
 /// Each staged tile copied into shared memory: the block's threads take its elements in turn
@@ -286,6 +382,7 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
   std::string pad(2 * indent, ' ');
   bool cuda = d == Dialect::Cuda;
   if (st.prefetch) return prefetchingCopy(s, st, kc, d, offsets, nextOffsets, pad);
+  if (st.async) return asyncCopy(s, st, kc, d, offsets, nextOffsets, pad);
   std::string o = pad + "{ /* staged in shared memory: ";
   for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
   o += " */\n" + offsets;

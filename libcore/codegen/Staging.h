@@ -25,6 +25,11 @@ struct Staging {
   /// with several values one further (a conv's channel tiles, its filter's one tile inside).
   /// `nextOffset`: per tile, the next tile's first element as a function of the prefix.
   bool prefetch = false;
+  /// Instead, where the registers would not do: two copies of each tile in shared memory, the
+  /// next tile's copied into the other one during the compute by asynchronous copies (cp.async,
+  /// no registers); each mark switches copies where the previous one prefetched. (The mapped C
+  /// copies both at the mark: the same switching, run by one thread.)
+  bool async = false;
   std::vector<isl::multi_aff> nextOffset;
   bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }
   const SharedTile *tile(const std::string &tensor) const {
@@ -39,14 +44,20 @@ std::string sharedName(const std::string &t);
 /// tile's (prefetch).
 std::string offsetName(const std::string &t, size_t d);
 std::string nextOffsetName(const std::string &t, size_t d);
+/// The two copies of tensor t's tile (Staging::async); sharedName then points at the current one.
+std::string buffersName(const std::string &t);
 
 /// Turns on `st`'s prefetch where some block's reduced tiles follow one another and the
 /// registers it takes (each thread's share of every tile's copy) are at most kPrefetchWords
 /// 32-bit words. H100 (bench/results/2026-11-25-h100-prefetch.txt): 8 words, GEMM 1024^3 103.5 ->
 /// 83.0 us; 16, GEMM 4096^3 4781 -> 4212, ab-bc 583 -> 550, abc-bda-dc 365 -> 312; 20,
 /// abcdef-gdab-efgc 121 -> 217 (its kernel already took 128 registers: spills).
+/// Else, under `mode` "auto", or always under "async": the asynchronous copy (Staging::async),
+/// where two copies of the tiles fit in kAsyncBytes of shared memory and every staged element
+/// takes 4 or 8 bytes (cp.async's sizes).
 constexpr long long kPrefetchWords = 16;
-void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc);
+constexpr long long kAsyncBytes = 48 * 1024;
+void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc, const std::string &mode);
 
 /// The kernel's shared arrays (local arrays in the mapped C), the variables holding each tile's
 /// first element, and the prefetch's registers.

@@ -209,7 +209,7 @@ Tuning readTuning(const std::string &text, const std::string &file) {
     fail(doc.valueLoc(doc.root[key]), std::string(key) + " must be one of " + list + ", not '" + field + "'");
   };
   option("points", t.points, {"auto", "cyclic", "blocked"});
-  option("prefetch", t.prefetch, {"auto", "off"});
+  option("prefetch", t.prefetch, {"auto", "async", "off"});
   return t;
 }
 

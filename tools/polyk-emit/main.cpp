@@ -55,8 +55,11 @@ int main(int argc, char **argv) {
              ->capture_default_str();
          app.add_option("--prefetch", opts.prefetch,
                         "staged tiles of the affine path: auto (each thread loads its share of the next reduced "
-                        "tile's copy into registers during this one's compute, where it takes at most 16 registers), or off")
-             ->check(CLI::IsMember({"auto", "off"}))
+                        "tile's copy into registers during this one's compute, where it takes at most 16 registers; "
+                        "else two copies of the tiles in shared memory, the next one filled by asynchronous copies "
+                        "(cp.async) during the compute, where they fit in 48 KB), async (the two copies wherever "
+                        "they fit), or off")
+             ->check(CLI::IsMember({"auto", "async", "off"}))
              ->capture_default_str();
          app.add_option("--tuning", tuning, "the prefetch polyk-tune found (its best.yaml, tuning/1)")
              ->check(CLI::ExistingFile)

@@ -67,6 +67,32 @@ __device__ __forceinline__ unsigned fetch_add_acq_rel(unsigned *p, unsigned v) {
 #endif
 }
 
+/// Asynchronous copies global -> shared of BYTES (4, 8 or 16) bytes, both addresses aligned to it
+/// (cp.async, sm_80 and later; a plain copy before), their commit into a group, and the wait
+/// until at most N groups are in flight (the affine path's double-buffered staging).
+template <int BYTES> __device__ __forceinline__ void cp_async(void *shared, const void *global) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned to = (unsigned)__cvta_generic_to_shared(shared);
+  if constexpr (BYTES == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(global) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(to), "l"(global), "n"(BYTES) : "memory");
+#else
+  if constexpr (BYTES == 4) *(unsigned *)shared = *(const unsigned *)global;
+  else if constexpr (BYTES == 8) *(uint2 *)shared = *(const uint2 *)global;
+  else *(uint4 *)shared = *(const uint4 *)global;
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 struct OpSum;
 struct OpProd;
 struct OpMax;
