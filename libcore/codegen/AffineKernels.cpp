@@ -563,7 +563,14 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     // 524 -> 457 (...-vector-runs.txt).
     long long tilePoints = 1;
     for (long long p : regs.points) tilePoints *= p;
-    std::string minBlocks = regs.any() && !staging.tiles.empty() ? (tilePoints >= 64 ? ", 1" : ", 2") : "";
+    // With the asynchronous copy (no prefetch registers) and at most 16 points a thread, 4 blocks
+    // an SM (64 registers) hide more of the copies' latency: abcdef-gdab-efgc 114 -> 101 us on an
+    // H200 (3 blocks: 105; GEMM 1024^3's 16 points with register prefetch: 83 -> 91, spilling;
+    // bench/results/2026-11-26-h200-async-launch-bounds.txt).
+    std::string minBlocks = !regs.any() || staging.tiles.empty() ? ""
+                            : staging.async && tilePoints <= 16 ? ", 4"
+                            : tilePoints >= 64                  ? ", 1"
+                                                                : ", 2";
     // Under --partition a split kernel is Matz's clone: its blocks along the split dim start at
     // polyk_boff, so a device launches its share of the grid.
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
