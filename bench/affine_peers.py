@@ -128,6 +128,32 @@ def nbody(N=65536):
     return f, (P, M), 20 * N * N, 0
 
 
+def fousek_F(n=31744):
+    """Fousek et al.'s F = ||A B v||_2 (C D + C) over n instances (examples/fousek/F.yaml)."""
+    A, B, v, C, D = rnd(n, 3, 3), rnd(n, 3, 3), rnd(n, 3), rnd(n, 5, 5), rnd(n, 5, 5)
+
+    def f(A, B, v, C, D):
+        w = torch.bmm(torch.bmm(A, B), v[..., None]).squeeze(-1)
+        return torch.linalg.vector_norm(w, dim=-1)[:, None, None] * (torch.bmm(C, D) + C)
+    return f, (A, B, v, C, D), 0, 4 * n * (9 + 9 + 3 + 25 + 25 + 25)
+
+
+def fousek_skinning(n=31744):
+    M1, M2, M3, x = rnd(n, 4, 4), rnd(n, 4, 4), rnd(n, 4, 4), rnd(n, 4)
+
+    def f(M1, M2, M3, x):
+        return torch.bmm(torch.bmm(torch.bmm(M1, M2), M3), x[..., None]).squeeze(-1)
+    return f, (M1, M2, M3, x), 0, 4 * n * (3 * 16 + 4 + 4)
+
+
+def fousek_mlp(n=31744):
+    x, W1, b1, W2, b2 = rnd(n, 16), rnd(16, 16), rnd(16), rnd(16, 16), rnd(16)
+
+    def f(x, W1, b1, W2, b2):
+        return torch.tanh(x @ W1.T + b1) @ W2.T + b2
+    return f, (x, W1, b1, W2, b2), 0, 4 * n * (16 + 16) + 4 * 2 * (256 + 16)
+
+
 LAYERS = [("d1", 32, 3, 108, 3, 1), ("d2", 32, 32, 108, 3, 1), ("d3", 64, 32, 54, 3, 1), ("d4", 64, 64, 54, 3, 1),
           ("d5", 128, 64, 27, 3, 1), ("d6", 128, 128, 27, 3, 1), ("y0", 32, 3, 544, 3, 1), ("y2", 64, 32, 272, 3, 1),
           ("y4", 128, 64, 136, 3, 1), ("y8", 256, 128, 68, 3, 1), ("y12", 512, 256, 34, 3, 1), ("y18", 1024, 512, 17, 3, 1),
@@ -151,6 +177,12 @@ CASES = {
     "contraction_abcdef_gdab_efgc": (lambda: einsum("gdab,efgc->abcdef", [(32, 16, 16, 16), (16, 16, 32, 16)], 2 * 16 ** 6 * 32),
                                      "einsum+compile"),
     "nbody": (nbody, "compile"),
+    "fousek_F": (fousek_F, "eager+compile"),
+    "fousek_F_1m": (lambda: fousek_F(1 << 20), "eager+compile"),
+    "fousek_skinning": (fousek_skinning, "eager+compile"),
+    "fousek_skinning_1m": (lambda: fousek_skinning(1 << 20), "eager+compile"),
+    "fousek_mlp": (fousek_mlp, "eager+compile"),
+    "fousek_mlp_1m": (lambda: fousek_mlp(1 << 20), "eager+compile"),
 }
 for name, K, C, X, Fs, s in LAYERS:
     CASES["conv_" + name] = ((lambda K=K, C=C, X=X, Fs=Fs, s=s: conv(K, C, X, Fs, s)), "cuDNN")

@@ -12,6 +12,8 @@
 #include "polyk/Schedule.h"
 #include "polyk/Types.h"
 
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 
 namespace polyk {
@@ -282,6 +284,21 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
         kc.shared.push_back(t.tensor);
         std::vector<int> order = runLayout(in, stmts, t, prefix, n, runX, runY);
         if (!order.empty()) kc.sharedLayout[t.tensor] = order;
+      }
+      // The copies in their final layouts (a run's dim innermost pads other rows): the last staged
+      // tensors dropped while they exceed the static limit, as ptxas would refuse the kernel
+      // (polyk-tune found abcd-aebf-dfce sizes whose B took 48 KB alone: "uses too much shared data").
+      auto bytes = [&] {
+        long long b = 0;
+        for (const auto &t : sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, &kc.shared, kc.sharedLayout))
+          b += t.elements() * dtypeBytes(in.tensor(t.tensor)->type);
+        return b;
+      };
+      while (!kc.shared.empty() && bytes() > kSharedBytes) {
+        spdlog::info("{}: {} not staged: the staged copies would take more than {} bytes of shared memory", kname, kc.shared.back(),
+                     kSharedBytes);
+        kc.sharedLayout.erase(kc.shared.back());
+        kc.shared.pop_back();
       }
     }
     bool window = false;
