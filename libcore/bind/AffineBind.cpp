@@ -60,9 +60,14 @@ Counts countsOf(const Scop &in, const isl::schedule_node_band &band) {
 }
 
 /// Accumulators of the kernel kept in registers: temporaries that only its statements access,
-/// each element at one point of the parallel band.
+/// each element at one point of the parallel band, and each point touching one element. In a
+/// kernel whose band is one member (polyk-schedule --fusion=all: a thread per instance), also a
+/// temporary whose every access has the instance as its first subscript and whose other dims are
+/// constants of at most kPrivateElements elements in all: polyk-emit keeps the instance's row as
+/// a thread's array, indexed by those dims (Fousek's intermediates held by one thread).
+constexpr long long kPrivateElements = 64;
 std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<std::string> &stmts,
-                                             const isl::union_map &bandSchedule) {
+                                             const isl::union_map &bandSchedule, unsigned members) {
   isl::ctx ctx = islCtx();
   std::vector<std::string> out;
   for (const auto &t : in.tensors) {
@@ -80,7 +85,26 @@ std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<s
       }
     }
     if (outside || accesses.is_empty()) continue;
-    if (accesses.reverse().apply_range(bandSchedule).is_single_valued()) out.push_back(t.name);
+    if (!accesses.reverse().apply_range(bandSchedule).is_single_valued()) continue;
+    if (bandSchedule.reverse().apply_range(accesses).is_single_valued()) {
+      out.push_back(t.name);
+      continue;
+    }
+    // A thread's row of the temporary (the instance first, constant dims after it).
+    bool row = members == 1 && t.shape.size() > 1;
+    long long elements = 1;
+    for (size_t d = 1; row && d < t.shape.size(); ++d) {
+      row = t.shape[d].param.empty() && t.shape[d].value > 0;
+      elements *= row ? t.shape[d].value : 1;
+    }
+    row = row && elements <= kPrivateElements;
+    isl::map_list maps = accesses.get_map_list();
+    for (int i = 0; row && i < (int)maps.size(); ++i) {
+      isl::map m = maps.at(i);
+      isl::map first = isl::manage(isl_map_equate(m.copy(), isl_dim_in, 0, isl_dim_out, 0));
+      row = isl_map_dim(m.get(), isl_dim_in) > 0 && m.is_subset(first);
+    }
+    if (row) out.push_back(t.name);
   }
   return out;
 }
@@ -243,7 +267,7 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
 
     isl::union_map bandSchedule = isl::union_map::from(tileBand.get_partial_schedule())
                                       .range_product(isl::union_map::from(tileBand.child(0).as<isl::schedule_node_band>().get_partial_schedule()));
-    kc.promoted = registerTemporaries(in, kc.statements, bandSchedule);
+    kc.promoted = registerTemporaries(in, kc.statements, bandSchedule, n);
 
     isl::schedule_node point = tileBand.child(0);
     isl::multi_val bs = isl::multi_val::zero(bandSpace(point));

@@ -167,9 +167,28 @@ std::string replaceWord(const std::string &text, const std::string &word, const 
   return o;
 }
 
+/// The promoted temporaries a thread holds a row of (polyk-bind: a kernel whose band is one member,
+/// a temporary of several dims), indexed by their subscripts after the first.
+std::set<std::string> privateRows(const Scop &s, const KernelConfig &kc) {
+  auto sizes = parseSizes(s.sizes);
+  auto it = sizes.find((int)(&kc - s.kernels.data()));
+  std::set<std::string> rows;
+  if (it == sizes.end() || it->second.tile.size() != 1) return rows;
+  for (const auto &t : kc.promoted)
+    if (s.tensor(t)->shape.size() > 1) rows.insert(t);
+  return rows;
+}
+
+/// A thread's row of a promoted temporary: `[e1][e2]...`, its dims after the first.
+std::string rowExtents(const TensorDecl &t) {
+  std::string o;
+  for (size_t d = 1; d < t.shape.size(); ++d) o += "[" + std::to_string(t.shape[d].value) + "]";
+  return o;
+}
+
 std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}, const Staging &staging = {},
                    const WholeTiles &wt = {}) {
-  std::set<std::string> promoted = promotedIn(kc);
+  std::set<std::string> promoted = promotedIn(kc), rows = privateRows(s, kc);
   std::string o;
   for (const auto &name : kc.statements) {
     std::string m = statementMacros(
@@ -179,11 +198,12 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
         [&](const ScopStatement &st) {
           const TensorDecl &acc = *s.tensor(outputOf(st));
           std::string id = reduceIdentity(*st.op, acc.type);
-          if (promoted.count(acc.name)) return acc.name + "_r = " + id + ";";
+          if (promoted.count(acc.name))
+            return acc.name + "_r" + (rows.count(acc.name) ? rowIndex(st.write, acc.shape.size()) : "") + " = " + id + ";";
           return acc.name + "[" + linearIndex(st.write, acc) + "] = " + storeValue(d, acc.type, id) + ";";
         },
         staging.reads(name) ? stagedReads(staging) : ReadOverride(), name,
-        staging.reads(name) ? std::set<std::string>(kc.shared.begin(), kc.shared.end()) : std::set<std::string>());
+        staging.reads(name) ? std::set<std::string>(kc.shared.begin(), kc.shared.end()) : std::set<std::string>(), rows);
     // A thread's register tile: its accumulators are an array, indexed by the point's place.
     if (regs.any())
     // (The index is the macro's last argument, `[1][0]`: isl prints it at each call, a constant
@@ -437,7 +457,10 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       return {"", ""};
     };
   std::string o = ids.prologue() + stagingDecls(s, staging, d, kc);
-  for (const auto &t : kc.promoted) o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + ";\n";
+  std::set<std::string> rows = privateRows(s, kc);
+  for (const auto &t : kc.promoted)
+    o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + (rows.count(t) ? rowExtents(*s.tensor(t)) : regs.extents()) +
+         ";\n";
   // Blocks of whole tiles, where a thread's points are unrolled (a register tile): the same AST
   // in a context that knows it, without the points' guards.
   isl::set full = unrolled ? fullTiles(s, bound, k, kc, ids) : isl::set();

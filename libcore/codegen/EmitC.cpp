@@ -195,10 +195,19 @@ std::string emitReference(const Scop &s) {
   return o + "}\n";
 }
 
+std::string rowIndex(const std::string &accessMap, size_t rank) {
+  std::string o;
+  for (size_t d = 1; d < rank; ++d) o += "[" + subscriptC(accessMap, d) + "]";
+  return o;
+}
+
 std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init, const ReadOverride &read,
-                            const std::string &only, const std::set<std::string> &unguarded) {
+                            const std::string &only, const std::set<std::string> &unguarded, const std::set<std::string> &rows) {
+  auto reg = [&](const std::string &tensor, const std::string &accessMap) {
+    return tensor + "_r" + (rows.count(tensor) ? rowIndex(accessMap, s.tensor(tensor)->shape.size()) : "");
+  };
   auto types = typeTable(s);
   std::string o;
   for (const auto &st : s.statements) {
@@ -221,7 +230,7 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       if (st.kind != StmtKind::Reduce && body->kind == Expr::Kind::Call && parseDType(body->text) == out.type)
         body = body->args[0];
       Value v = printValue(body, d, [&](const Access &a, size_t k) {
-        if (promoted.count(a.tensor)) return a.tensor + "_r";
+        if (promoted.count(a.tensor)) return reg(a.tensor, st.reads[k]);
         std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
         std::string load = loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv);
         return unguarded.count(a.tensor) ? load : paddedLoad(*s.tensor(a.tensor), a, load, true);
@@ -229,7 +238,7 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       if (st.kind == StmtKind::Reduce) {
         o += reduce(st, convert(v, computeType(out.type)));
       } else if (promoted.count(out.name)) {
-        o += out.name + "_r = " + roundToStorage(d, out.type, convert(v, computeType(out.type))) + ";";
+        o += reg(out.name, st.write) + " = " + roundToStorage(d, out.type, convert(v, computeType(out.type))) + ";";
       } else {
         o += out.name + "[" + linearIndex(st.write, out) + "] = " + storeValue(d, out.type, convert(v, computeType(out.type))) + ";";
       }

@@ -28,7 +28,10 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init,
                             const ReadOverride &read = nullptr, const std::string &only = "",
-                            const std::set<std::string> &unguarded = {});
+                            const std::set<std::string> &unguarded = {}, const std::set<std::string> &rows = {});
+/// `[sub1][sub2]...`: an access's subscripts after the first, indexing a thread's row of a
+/// promoted temporary (`rows` of statementMacros: polyk-bind's rows of a thread per instance).
+std::string rowIndex(const std::string &accessMap, size_t rank);
 std::string undefMacros(const Scop &s);
 std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
 /// The affine path's kernels and launcher, and their mapped C (AffineKernels.cpp).

@@ -72,14 +72,14 @@ isl::schedule_node setBandFlags(isl::schedule_node node, bool coincident) {
   return band.set_permutable(coincident ? 1 : 0);
 }
 
-/// One kernel's tree: the parallel band over all its statements, then (a reduction) the sequence
-/// init, update (its reduced band), store.
-isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts, const std::vector<size_t> &order) {
+/// One kernel's tree: the parallel band (the first `par` dims) over all its statements, then (a
+/// reduction) the sequence init, update (its reduced band), store; under --fusion=all, the sequence
+/// of every statement, each with its other dims as a band run by the thread.
+isl::schedule kernelSchedule(const std::vector<const ScopStatement *> &stmts, const std::vector<size_t> &order, size_t par) {
   isl::ctx ctx = islCtx();
   isl::union_set dom = isl::union_set::empty(ctx);
   for (const ScopStatement *st : stmts) dom = dom.unite(isl::union_set(isl::set(ctx, st->domain)));
   isl::schedule s = isl::schedule::from_domain(dom);
-  size_t par = parallelDims(*stmts.front());
   isl::schedule_node node = s.get_root().child(0);
   if (par > 0) node = setBandFlags(node.insert_partial_schedule(bandOf(stmts, 0, par, order)), true).child(0);
   if (stmts.size() > 1) {
@@ -406,12 +406,24 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
   auto kernels = kernelsOf(scop);
+  // --fusion=all: one kernel over the statements' common first dim (a dependence that crosses its
+  // instances is refused below).
+  bool fuseAll = options.fusion == "all";
+  if (fuseAll) {
+    std::vector<const ScopStatement *> all;
+    for (const auto &k : kernels) all.insert(all.end(), k.begin(), k.end());
+    for (const ScopStatement *st : all)
+      if (st->dims.empty() || st->dims[0] != "parallel")
+        throw UsageError("--fusion=all: statement " + st->name + " has no parallel first dim to run its instances over");
+    kernels = {all};
+  }
+  auto parOf = [&](const std::vector<const ScopStatement *> &k) { return fuseAll ? size_t(1) : parallelDims(*k.front()); };
 
   // Each kernel's shape, and the order of its band's members.
   std::vector<Shape> shapes;
   std::vector<std::vector<size_t>> orders;
   for (const auto &k : kernels) {
-    size_t par = parallelDims(*k.front());
+    size_t par = parOf(k);
     bool reduction = false, padded = false;
     const ScopStatement *update = nullptr;
     for (const ScopStatement *st : k) {
@@ -427,13 +439,13 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // A 2-d window reduction (Gaussian2D): register tiles of 8 x 2 points, its reads staged
     // (polyk-bind gives each thread consecutive points, whose windows overlap: --points).
     bool window = reduction && par == 2 && windowReduction(*update, par);
-    shapes.push_back(!reduction ? Shape::Stencil : window ? Shape::Window : padded ? Shape::Plain : Shape::Registers);
+    shapes.push_back(fuseAll ? Shape::Plain : !reduction ? Shape::Stencil : window ? Shape::Window : padded ? Shape::Plain : Shape::Registers);
     orders.push_back(shapes.back() == Shape::Registers ? bandOrder(*update, par) : std::vector<size_t>{});
   }
 
   isl::schedule full;
   for (size_t k = 0; k < kernels.size(); ++k) {
-    isl::schedule one = kernelSchedule(kernels[k], orders[k]);
+    isl::schedule one = kernelSchedule(kernels[k], orders[k], parOf(kernels[k]));
     full = full.is_null() ? one : isl::manage(isl_schedule_sequence(full.release(), one.release()));
   }
 
@@ -455,14 +467,19 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   for (size_t k = 0; k < kernels.size(); ++k) {
     isl::schedule_node node = full.get_root().child(0);
     if (node.isa<isl::schedule_node_sequence>()) node = node.child((int)k).child(0);
-    size_t par = parallelDims(*kernels[k].front());
+    size_t par = parOf(kernels[k]);
     // Within the kernel, no dependence crosses two points of the parallel band.
     if (par > 0) {
       isl::union_map band = isl::union_map::from(node.as<isl::schedule_node_band>().get_partial_schedule());
       isl::union_map within = flow.intersect_domain(nodeDomain(node)).intersect_range(nodeDomain(node));
       isl::union_map crossing = within.apply_domain(band).apply_range(band);
       if (!crossing.is_subset(isl::union_map(crossing.domain().unite(crossing.range()).identity())))
+      {
+        if (fuseAll)
+          throw UsageError("--fusion=all: a dependence crosses the instances (a statement reads what another instance wrote): " +
+                           islStr(crossing));
         throw std::logic_error("affine kernel " + std::to_string(k) + ": a dependence crosses its parallel band");
+      }
     }
     if (par == 0) {
       used[(int)k] = {};
@@ -490,7 +507,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
                        " members; give that many tile and block sizes");
     const ScopStatement *update = nullptr;
     for (const ScopStatement *st : kernels[k])
-      if (st->dims.size() > par) update = st;
+      if (st->dims.size() > par && !fuseAll) update = st;
     long long pointsX = sz.block.empty() ? 1 : sz.tile.back() / std::max<long long>(1, sz.block.back());
     bool whole = sz.tile.size() == sz.block.size();
     for (size_t m = 0; whole && m < sz.tile.size(); ++m) whole = sz.block[m] > 0 && sz.tile[m] % sz.block[m] == 0;

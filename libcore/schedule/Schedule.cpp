@@ -585,6 +585,9 @@ Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<
 
 Scop schedule(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   bool affine = !scop.statements.empty() && scop.statements.front().form == Form::Affine;
+  if (!affine && options.fusion != "auto")
+    throw UsageError("--fusion=" + options.fusion + " applies to affine programs (stencils, products, maps); this program's statements "
+                     "take the reduction path, whose kernels polyk-emit fuses where each block reads only its own results");
   return reportedAt(scop.at.statements, "polyk-schedule", [&] {
     return affine ? scheduleAffine(scop, options, usedSizes) : scheduleChecked(scop, options, usedSizes);
   });

@@ -22,6 +22,11 @@ int main(int argc, char **argv) {
              ->check(CLI::ExistingFile)
              ->excludes(sizes);
          app.add_flag("--dump-sizes", dumpSizes, "print the sizes used for every kernel on stderr");
+         app.add_option("--fusion", opts.fusion,
+                        "affine programs: auto (a kernel per statement), or all (a map over independent instances: one "
+                        "kernel over the statements' common first dim, each thread running every statement for its instances)")
+             ->check(CLI::IsMember({"auto", "all"}))
+             ->capture_default_str();
        },
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
          polyk::Scop scop = polyk::readScop(in.text, in.displayName);

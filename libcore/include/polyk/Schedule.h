@@ -18,6 +18,10 @@ namespace polyk {
 
 struct ScheduleOptions {
   std::string sizes; // isl union map text; kernels it does not name get the defaults
+  /// "auto": a kernel per program statement (its init, update, store); "all" (a map over
+  /// independent instances, Fousek et al.): one kernel whose band is the statements' common
+  /// outermost dim, each thread running every statement, in order, for its instances.
+  std::string fusion = "auto";
 };
 
 /// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.
