@@ -16,6 +16,7 @@ Checks, one line each:
   space/EXAMPLE            polyk-tune space's output for each example matches space/1
   tuning/run               polyk-tune run's best.yaml (CPU runner, 2 trials) matches tuning/1
   partition/EXAMPLE        polyk-partition's output for each example's bound file matches partition/1
+  fusion/EXAMPLE           polyk-schedule --fusion-candidates for each map (examples/fousek) matches fusion/1
 The last line is `N passed, M failed`; the exit status is 1 when anything failed.
 
 Needs Debian's python3-yaml and python3-jsonschema (4.10 in Debian 12): it uses
@@ -40,7 +41,7 @@ import yaml
 KINDS = ["program", "scop", "schedule", "bound", "kernel"]
 # Kinds beside the pipeline: space/1 (polyk-tune space writes it from a program; polyk-tune
 # generate reads it), tuning/1 (polyk-tune run writes it; polyk-schedule --tuning reads it).
-SIDE_KINDS = ["space", "tuning", "partition"]
+SIDE_KINDS = ["space", "tuning", "partition", "fusion"]
 # The polyk tool that reads each kind (kernel/1 has no reader among the stages).
 READER = {"program": "polyk-flatten", "scop": "polyk-schedule", "schedule": "polyk-bind", "bound": "polyk-emit"}
 TIMEOUT = 120
@@ -471,6 +472,38 @@ def check_partitions(results, schemas, bin_dir, src, programs, tmp):
             results.ok(label)
 
 
+def check_fusion(results, schemas, bin_dir, src, tmp):
+    """fusion/1: the example, polyk-schedule --fusion-candidates's output for each map, and broken
+    documents the schema rejects (nothing reads the kind back yet)."""
+    path = src / "schemas" / "examples" / "fusion.example.yaml"
+    check_file(results, schemas, "example/fusion", "fusion", path)
+    for program in sorted((src / "examples" / "fousek").glob("*.yaml")):
+        label = program.stem
+        scop = os.path.join(tmp, f"{label}.fusion.scop.yaml")
+        out = os.path.join(tmp, f"{label}.fusion.yaml")
+        rc, err = run_tool(bin_dir, "polyk-flatten", [str(program), "-o", scop])
+        if rc == 0:
+            rc, err = run_tool(bin_dir, "polyk-schedule", [scop, "--fusion-candidates", out, "-o", os.devnull])
+        if rc != 0:
+            results.fail(f"fusion/{label}", f"exited {rc}: {err}")
+            continue
+        check_file(results, schemas, f"fusion/{label}", "fusion", out)
+    ex = load_yaml(path.read_text())
+    broken = {
+        "fusion-missing-candidates": lambda d: d.pop("candidates"),
+        "fusion-bad-function-name": lambda d: d["functions"][0].update(name="g0"),
+        "fusion-short-edge": lambda d: d["edges"][0].pop(),
+        "fusion-wrong-header": lambda d: d.update(polyk="fusion/2"),
+    }
+    for name, edit in broken.items():
+        doc = copy.deepcopy(ex)
+        edit(doc)
+        if schemas.errors("fusion", doc):
+            results.ok(f"reject/{name}")
+        else:
+            results.fail(f"reject/{name}", "the fusion schema accepts it")
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -514,6 +547,7 @@ def main(argv):
         check_spaces(results, schemas, bin_dir, src, programs, tmp)
         check_tuning(results, schemas, bin_dir, src, tmp)
         check_partitions(results, schemas, bin_dir, src, programs, tmp)
+        check_fusion(results, schemas, bin_dir, src, tmp)
 
     print(f"{results.passed} passed, {results.failed} failed")
     return 1 if results.failed else 0

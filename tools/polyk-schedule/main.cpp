@@ -1,4 +1,5 @@
 // polyk-schedule: scop/1 -> schedule/1 (Panamera §4.1-4.2). See libcore/include/polyk/Schedule.h.
+#include "polyk/MapFusion.h"
 #include "polyk/Schedule.h"
 #include "polyk/Tool.h"
 #include "polyk/TuneRun.h"
@@ -9,7 +10,8 @@
 int main(int argc, char **argv) {
   polyk::ScheduleOptions opts;
   bool dumpSizes = false;
-  std::string tuning;
+  std::string tuning, candidates;
+  size_t maxFusion = 4;
   return polyk::runTool(
       argc, argv,
       {"polyk-schedule",
@@ -27,9 +29,19 @@ int main(int argc, char **argv) {
                         "kernel over the statements' common first dim, each thread running every statement for its instances)")
              ->check(CLI::IsMember({"auto", "all"}))
              ->capture_default_str();
+         app.add_option("--fusion-candidates", candidates,
+                        "a map (Fousek et al.): also write the DAG of its functions, their threads per instance and the "
+                        "fusible candidates (connected, convex, at most --fusion-max functions) to this file (fusion/1)");
+         app.add_option("--fusion-max", maxFusion, "the largest candidate, in functions")
+             ->check(CLI::Range(1, 16))
+             ->capture_default_str();
        },
-       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &extra) {
          polyk::Scop scop = polyk::readScop(in.text, in.displayName);
+         if (!candidates.empty()) {
+           polyk::MapDag dag = polyk::mapDag(scop);
+           extra[candidates] = polyk::writeFusionCandidates(dag, polyk::fusionCandidates(dag, maxFusion), maxFusion);
+         }
          if (!tuning.empty()) {
            opts.sizes = polyk::readTuningFor(tuning, scop.name).sizes;
          }
@@ -38,5 +50,5 @@ int main(int argc, char **argv) {
          if (dumpSizes) std::cerr << polyk::printSizes(used) << "\n";
          return out;
        },
-       {"--tuning"}});
+       {"--tuning", "--fusion-candidates"}});
 }

@@ -1,0 +1,49 @@
+// Map fusion (Fousek et al., issue 21): the DAG of a map's elementary functions and the fusible
+// candidates, the search's first two steps, written as a readable file (fusion/1).
+#pragma once
+
+#include "polyk/Scop.h"
+
+#include <string>
+#include <vector>
+
+namespace polyk {
+
+/// One elementary function of a map: a program statement (its init, update and store), the
+/// tensor it produces, the row of that tensor an instance owns, and the threads per instance it
+/// may run on (Fousek's granularities: 1, and the products of the row's leading or trailing dims).
+struct MapFunction {
+  std::string name;                     // f0, f1, ... in program order
+  std::string source;                   // the program statement
+  std::vector<std::string> statements;  // its scop statements
+  std::string output;
+  std::vector<long long> row;           // the output's dims after the instance
+  std::vector<long long> granularities; // threads per instance
+  std::vector<std::string> reads;       // tensors it reads (not its own accumulators)
+};
+
+struct MapEdge {
+  size_t from = 0, to = 0;
+  std::string tensor;
+};
+
+struct MapDag {
+  std::string program;
+  std::vector<MapFunction> functions;
+  std::vector<MapEdge> edges;
+};
+
+/// The DAG of `s`'s functions, edges from a function to those that read what it produces. Throws
+/// UsageError where `s` is not a map (an affine program whose statements' first dim is the
+/// instance, and whose outputs keep constant dims after it).
+MapDag mapDag(const Scop &s);
+
+/// The candidates for fusion: the sets of at most `k` functions, connected in the DAG (edges taken
+/// either way), that no path leaves and re-enters (a fusion runs as one kernel), each sorted, the
+/// sets in order of size, then of members.
+std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k);
+
+/// fusion/1: the DAG and the candidates.
+std::string writeFusionCandidates(const MapDag &dag, const std::vector<std::vector<size_t>> &candidates, size_t k);
+
+} // namespace polyk

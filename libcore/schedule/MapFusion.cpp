@@ -1,0 +1,157 @@
+// The DAG of a map's functions and its fusion candidates (MapFusion.h).
+#include "polyk/MapFusion.h"
+
+#include "polyk/Diagnostics.h"
+#include "polyk/Isl.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace polyk {
+
+namespace {
+
+std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
+
+std::vector<long long> granularitiesOf(const std::vector<long long> &row) {
+  std::set<long long> g{1};
+  long long prefix = 1, suffix = 1;
+  for (size_t i = 0; i < row.size(); ++i) {
+    prefix *= row[i];
+    suffix *= row[row.size() - 1 - i];
+    g.insert(prefix);
+    g.insert(suffix);
+  }
+  return {g.begin(), g.end()};
+}
+
+} // namespace
+
+MapDag mapDag(const Scop &s) {
+  if (s.statements.empty() || s.statements.front().form != Form::Affine)
+    throw UsageError("map fusion: '" + s.name + "' takes the reduction path; the DAG of a map is built for affine programs");
+  MapDag dag;
+  dag.program = s.name;
+  std::map<std::string, size_t> producer; // tensor -> function
+  std::string source;
+  for (const auto &st : s.statements) {
+    if (st.dims.empty() || st.dims[0] != "parallel")
+      throw UsageError("map fusion: statement " + st.name + " has no parallel first dim (the instance)");
+    if (dag.functions.empty() || st.source != source) {
+      MapFunction f;
+      f.name = "f" + std::to_string(dag.functions.size());
+      f.source = st.source;
+      dag.functions.push_back(f);
+      source = st.source;
+    }
+    dag.functions.back().statements.push_back(st.name);
+  }
+  for (size_t i = 0; i < dag.functions.size(); ++i) {
+    MapFunction &f = dag.functions[i];
+    std::set<std::string> own;
+    for (const auto &name : f.statements) own.insert(writtenTensor(*s.statement(name)));
+    f.output = writtenTensor(*s.statement(f.statements.back()));
+    own.erase(f.output);
+    const TensorDecl &out = *s.tensor(f.output);
+    for (size_t d = 1; d < out.shape.size(); ++d) {
+      if (!out.shape[d].param.empty())
+        throw UsageError("map fusion: " + f.output + "'s dim " + std::to_string(d) + " is symbolic (" + out.shape[d].param +
+                         "); an instance's row must have constant dims");
+      f.row.push_back(out.shape[d].value);
+    }
+    f.granularities = granularitiesOf(f.row);
+    std::set<std::string> reads;
+    for (const auto &name : f.statements)
+      for (const auto &r : s.statement(name)->reads) {
+        std::string t = isl::map(islCtx(), r).range_tuple_id().name();
+        if (!own.count(t) && t != f.output) reads.insert(t);
+      }
+    f.reads.assign(reads.begin(), reads.end());
+    for (const auto &t : f.reads)
+      if (auto it = producer.find(t); it != producer.end()) dag.edges.push_back({it->second, i, t});
+    producer[f.output] = i;
+  }
+  return dag;
+}
+
+std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k) {
+  size_t n = dag.functions.size();
+  // reach[a][b]: a path from a to b (one edge or more).
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  std::vector<std::set<size_t>> adjacent(n);
+  for (const auto &e : dag.edges) {
+    reach[e.from][e.to] = true;
+    adjacent[e.from].insert(e.to);
+    adjacent[e.to].insert(e.from);
+  }
+  for (size_t m = 0; m < n; ++m)
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = 0; b < n; ++b)
+        if (reach[a][m] && reach[m][b]) reach[a][b] = true;
+  auto convex = [&](const std::vector<size_t> &set) {
+    std::set<size_t> in(set.begin(), set.end());
+    for (size_t x = 0; x < n; ++x) {
+      if (in.count(x)) continue;
+      bool from = false, to = false;
+      for (size_t m : set) from = from || reach[m][x], to = to || reach[x][m];
+      if (from && to) return false;
+    }
+    return true;
+  };
+  // Connected sets grown one neighbour at a time from each function.
+  std::set<std::vector<size_t>> seen, frontier;
+  for (size_t f = 0; f < n; ++f) frontier.insert({f});
+  while (!frontier.empty()) {
+    std::set<std::vector<size_t>> next;
+    for (const auto &set : frontier) {
+      if (!seen.insert(set).second || set.size() >= k) continue;
+      for (size_t m : set)
+        for (size_t x : adjacent[m]) {
+          if (std::find(set.begin(), set.end(), x) != set.end()) continue;
+          std::vector<size_t> grown = set;
+          grown.insert(std::upper_bound(grown.begin(), grown.end(), x), x);
+          if (!seen.count(grown)) next.insert(grown);
+        }
+    }
+    frontier = std::move(next);
+  }
+  std::vector<std::vector<size_t>> out;
+  for (const auto &set : seen)
+    if (convex(set)) out.push_back(set);
+  std::stable_sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return a.size() < b.size(); });
+  return out;
+}
+
+std::string writeFusionCandidates(const MapDag &dag, const std::vector<std::vector<size_t>> &candidates, size_t k) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "polyk" << YAML::Value << "fusion/1";
+  out << YAML::Key << "name" << YAML::Value << dag.program;
+  out << YAML::Key << "functions" << YAML::Value << YAML::BeginSeq;
+  for (const auto &f : dag.functions) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << f.name;
+    out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << f.source;
+    out << YAML::Key << "statements" << YAML::Value << YAML::Flow << f.statements;
+    out << YAML::Key << "output" << YAML::Value << f.output;
+    out << YAML::Key << "row" << YAML::Value << YAML::Flow << f.row;
+    out << YAML::Key << "threads_per_instance" << YAML::Value << YAML::Flow << f.granularities;
+    out << YAML::Key << "reads" << YAML::Value << YAML::Flow << f.reads << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "edges" << YAML::Value << YAML::BeginSeq;
+  for (const auto &e : dag.edges)
+    out << YAML::Flow << YAML::BeginSeq << dag.functions[e.from].name << dag.functions[e.to].name << e.tensor << YAML::EndSeq;
+  out << YAML::EndSeq;
+  out << YAML::Key << "max_size" << YAML::Value << k;
+  out << YAML::Key << "candidates" << YAML::Value << YAML::BeginSeq;
+  for (const auto &c : candidates) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (size_t m : c) out << dag.functions[m].name;
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+} // namespace polyk
