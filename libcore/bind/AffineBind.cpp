@@ -101,8 +101,8 @@ std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<s
     isl::map_list maps = accesses.get_map_list();
     for (int i = 0; row && i < (int)maps.size(); ++i) {
       isl::map m = maps.at(i);
-      isl::map first = isl::manage(isl_map_equate(m.copy(), isl_dim_in, 0, isl_dim_out, 0));
-      row = isl_map_dim(m.get(), isl_dim_in) > 0 && m.is_subset(first);
+      row = isl_map_dim(m.get(), isl_dim_in) > 0 && isl_map_dim(m.get(), isl_dim_out) > 0;
+      if (row) row = m.is_subset(isl::manage(isl_map_equate(m.copy(), isl_dim_in, 0, isl_dim_out, 0)));
     }
     if (row) out.push_back(t.name);
   }
@@ -287,7 +287,11 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
         shape += (m ? " x " : "") + std::to_string(sz.tile[m] / sz.block[m]);
       }
       for (const auto &t : kc.promoted)
-        if (const TensorDecl *d = in.tensor(t)) words = std::max<long long>(words, (dtypeBytes(d->type) + 3) / 4);
+        if (const TensorDecl *d = in.tensor(t)) {
+          long long row = 1; // a thread's row of it (one band member: polyk-emit's privateRows)
+          for (size_t i = 1; n == 1 && i < d->shape.size(); ++i) row *= d->shape[i].param.empty() ? d->shape[i].value : 1;
+          words = std::max<long long>(words, row * ((dtypeBytes(d->type) + 3) / 4));
+        }
       if (points * words > 255)
         sizeError(kname + ": a register tile of " + shape + " = " + std::to_string(points) + " points a thread needs " +
                   std::to_string(points * words) + " registers for its accumulators, more than the 255 a thread has; "

@@ -459,7 +459,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   std::string o = ids.prologue() + stagingDecls(s, staging, d, kc);
   std::set<std::string> rows = privateRows(s, kc);
   for (const auto &t : kc.promoted)
-    o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + (rows.count(t) ? rowExtents(*s.tensor(t)) : regs.extents()) +
+    o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + (rows.count(t) ? rowExtents(*s.tensor(t)) : "") +
          ";\n";
   // Blocks of whole tiles, where a thread's points are unrolled (a register tile): the same AST
   // in a context that knows it, without the points' guards.
@@ -640,8 +640,11 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
   for (const auto &t : s.tensors) {
     if (inMemory(s, t))
+      // (Filled with all-ones bytes, a NaN in every float type: a temporary read before the kernels
+      // write it shows in the result, instead of what an earlier free left there.)
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = (" + cStorageType(t.type) + " *)malloc(sizeof(" +
-           cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n";
+           cStorageType(t.type) + ") * " + elementsExpr(t) + ");\n  memset(" + t.name + ", 0xff, sizeof(" + cStorageType(t.type) + ") * " +
+           elementsExpr(t) + ");\n";
     else if (t.role == Role::Temporary && unused(s, t.name))
       o += "  " + std::string(cStorageType(t.type)) + " *" + t.name + " = 0; /* not computed: its consumer is fused */\n";
   }

@@ -312,8 +312,8 @@ std::string emitScheduleC(const Scop &s) {
 
 std::string cPrologue(const Scop &s, Dialect d) {
   std::string o;
-  o += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n";
-  if (s.iterate.active()) o += "#include <string.h>\n"; // the step loop's copies
+  // (string.h: the step loop's copies, the mapped C's poisoned temporaries.)
+  o += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n";
   o += "#include \"polyk/host.h\"\n";
   if (d == Dialect::C) o += indexHelpers(Dialect::C, needsWideIndices(s));
   return o;

@@ -196,7 +196,7 @@ void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc, const std:
   for (const auto &t : st.tiles) {
     words += prefetchRegs(s, t, blockThreads(kc)).words;
     int b = dtypeBytes(s.tensor(t.tensor)->type);
-    bytes += 2 * (t.elements() + 3) / 4 * 4 * b;
+    bytes += 2 * ((t.elements() + 3) / 4 * 4) * b;
     asyncSizes = asyncSizes && (b == 4 || b == 8);
   }
   bool async = mode == "async" || words > kPrefetchWords;

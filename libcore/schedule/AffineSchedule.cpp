@@ -453,14 +453,29 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   isl::union_map writes, reads;
   accessRelations(scop, writes, reads);
   isl::union_access_info info(reads);
-  info = info.set_must_source(writes).set_schedule(full);
+  // (Under --fusion=all, in the program's own order, a kernel per statement: in the fused order a
+  // read of what a later instance writes would find no earlier write, and no dependence.)
+  isl::schedule programOrder = full;
+  if (fuseAll) {
+    programOrder = isl::schedule();
+    for (const auto &k : kernelsOf(scop)) {
+      isl::schedule one = kernelSchedule(k, {}, parallelDims(*k.front()));
+      programOrder = programOrder.is_null() ? one : isl::manage(isl_schedule_sequence(programOrder.release(), one.release()));
+    }
+  }
+  info = info.set_must_source(writes).set_schedule(programOrder);
   isl::union_map flow = info.compute_flow().may_dependence();
   // The schedule respects them (it is built to): every dependence goes forward in time.
   isl::union_map order = full.get_map();
   isl::union_map timed = flow.apply_domain(order).apply_range(order);
   isl::union_set space = order.range();
   isl::union_map forward = isl::manage(isl_union_set_lex_lt_union_set(space.copy(), space.copy()));
-  if (!timed.is_subset(forward)) throw std::logic_error("affine schedule violates a flow dependence");
+  if (!timed.is_subset(forward)) {
+    if (fuseAll)
+      throw UsageError("--fusion=all: a dependence crosses the instances (a statement reads what a later instance writes): " +
+                       islStr(timed.subtract(forward).apply_domain(order.reverse()).apply_range(order.reverse())));
+    throw std::logic_error("affine schedule violates a flow dependence");
+  }
 
   // Tile each kernel's parallel band.
   std::map<int, KernelSizes> used;
@@ -498,6 +513,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;
     }
+    if (fuseAll && sz.tile != sz.block)
+      throw UsageError("--fusion=all: one instance a thread (a thread's rows of the temporaries are its registers); give tile = block");
     // A register tile's points along x in runs of `vector` consecutive ones (polyk-bind): 4 where
     // a reduction's thread owns 8 or more along x, so each run is read from the staged copy as one
     // float4, conflict-free (GEMM 4096^3 4247 -> 4017 us, ab-bc 550 -> 524; GEMM 1024^3's 4 points
