@@ -257,6 +257,15 @@ std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const Kern
 
 namespace {
 
+/// `const bool polyk_have = ...;`: whether the tiles the previous mark prefetched (polyk_n_*) are
+/// this mark's (polyk_o_*).
+std::string haveCheck(const Staging &st, const std::string &pad) {
+  std::string o = pad + "  const bool polyk_have = polyk_pf";
+  for (const auto &t : st.tiles)
+    for (size_t i = 0; i < t.size.size(); ++i) o += " && " + nextOffsetName(t.tensor, i) + " == " + offsetName(t.tensor, i);
+  return o + ";\n";
+}
+
 /// The copy with prefetch (Staging::prefetch): where the registers hold this mark's tiles (the
 /// previous mark loaded the tile that follows it, and it is this one), store them; else load,
 /// then store. After the barrier, load the next tiles.
@@ -267,10 +276,7 @@ std::string prefetchingCopy(const Scop &s, const Staging &st, const KernelConfig
   std::string o = pad + "{ /* staged in shared memory: ";
   for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
   o += " (prefetched during the previous tile's compute) */\n" + offsets;
-  o += pad + "  const bool polyk_have = polyk_pf";
-  for (const auto &t : st.tiles)
-    for (size_t i = 0; i < t.size.size(); ++i) o += " && " + nextOffsetName(t.tensor, i) + " == " + offsetName(t.tensor, i);
-  o += ";\n";
+  o += haveCheck(st, pad);
   std::string loads, next;
   for (const auto &t : st.tiles) {
     const TensorDecl &tensor = *s.tensor(t.tensor);
@@ -338,10 +344,7 @@ std::string asyncCopy(const Scop &s, const Staging &st, const KernelConfig &kc, 
   std::string o = pad + "{ /* staged in shared memory: ";
   for (const auto &t : st.tiles) o += t.tensor + (&t == &st.tiles.back() ? "" : ", ");
   o += " (two copies: the next tile's copied asynchronously during the compute) */\n" + offsets;
-  o += pad + "  const bool polyk_have = polyk_pf";
-  for (const auto &t : st.tiles)
-    for (size_t i = 0; i < t.size.size(); ++i) o += " && " + nextOffsetName(t.tensor, i) + " == " + offsetName(t.tensor, i);
-  o += ";\n" + pad + "  if (polyk_pf) {\n" + pad + "    polyk_buf ^= 1u;\n";
+  o += haveCheck(st, pad) + pad + "  if (polyk_pf) {\n" + pad + "    polyk_buf ^= 1u;\n";
   for (const auto &t : st.tiles) o += pad + "    " + sharedName(t.tensor) + " = " + buffersName(t.tensor) + "[polyk_buf];\n";
   o += pad + "  }\n";
   auto copies = [&](const std::function<std::string(const SharedTile &, size_t)> &offset, const std::function<std::string(const SharedTile &)> &target,
