@@ -2,12 +2,14 @@
 # The whole test suite: build (installing dependencies if needed), then the tests through ctest;
 # then the same stages built with clang under ASan + UBSan, with one libFuzzer target per reader
 # (build-san/, cmake/Sanitizers.cmake), and the tests of hostile and edited inputs run under them:
-# unit, lit, the random edits, the float specials, the tuning log's resume, and every reader's seeds
-# plus 20 s of fuzzing and its regression inputs. The sweeps over every example (label `sweep`:
-# e2e/c, the CPU matrix, the schemas, the random affine programs and tuning configurations) check
+# unit, lit, the random edits, and every reader's seeds plus 20 s of fuzzing and its regression
+# inputs. The sweeps over every example (label `sweep`: e2e/c, the float specials, the tuning log's
+# resume, the CPU matrix, the schemas, the random affine programs and tuning configurations) check
 # what the stages compute on valid inputs and run in the release build only; the nvcc compiles
 # and the host runtime test compile the same text with nvcc / cc, which the sanitizers do not see.
-# The stage tests (lit) and the random edits (label `hostile`) run in the sanitizer build only.
+# The stage tests (lit) and the random edits (label `hostile`) run in the sanitizer build only,
+# except the stage tests marked `UNSUPPORTED: sanitized` (valid programs whose time goes to the
+# generated code), which the release build runs as lit/unsanitized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp() { echo "== $(date +%T) $*"; }

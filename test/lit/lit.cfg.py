@@ -24,3 +24,9 @@ if shutil.which("mpicxx") and shutil.which("mpirun"):
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
     config.substitutions.append(("%mpirun", "mpirun --oversubscribe"))
+
+# The sanitizer build (scripts/test.sh) skips the tests marked `UNSUPPORTED: sanitized`: stage
+# pipelines on valid programs whose time goes to compiling and running the generated code. The
+# release build runs them as the ctest entry lit/unsanitized (test/CMakeLists.txt).
+if config.polyk_sanitized.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitized")
