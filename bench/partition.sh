@@ -27,7 +27,7 @@ LIST
 if [ "$mode" = prepare ]; then
   rm -rf "$dir" && mkdir -p "$dir"
   cases | while read -r name example _; do
-    "$bin/polyk-flatten" "$example" | "$bin/polyk-schedule" | "$bin/polyk-bind" > "$dir/$name.bound.yaml" || exit 1
+    "$bin/polyk-flatten" "$example" | "$bin/polyk-schedule" --time-tile=0 | "$bin/polyk-bind" > "$dir/$name.bound.yaml" || exit 1
     "$bin/polyk-partition" "$dir/$name.bound.yaml" -o "$dir/$name.partition.yaml" || exit 1
     "$bin/polyk-emit" "$dir/$name.bound.yaml" --partition "$dir/$name.partition.yaml" --harness -o "$dir/$name.cu" || exit 1
   done

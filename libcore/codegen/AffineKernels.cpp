@@ -5,6 +5,7 @@
 // init, update loop and store of one output point run in that thread, in order.
 #include "EmitParts.h"
 #include "Staging.h"
+#include "TimeTiles.h"
 #include "WholeTiles.h"
 
 #include "polyk/Bind.h"
@@ -565,6 +566,10 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
+  if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
+    if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
+    return o + emitTimeTiled(s, *tt, Dialect::Cuda);
+  }
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
@@ -637,6 +642,10 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
 
 std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   std::string o = "/* The CUDA kernels' code run on the CPU: block after block, thread after thread. */\n";
+  if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
+    if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
+    return o + emitTimeTiled(s, *tt, Dialect::C);
+  }
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
   for (const auto &t : s.tensors) {
     if (inMemory(s, t))

@@ -83,7 +83,13 @@ std::string whereCondition(const Statement &st, bool parenthesize);
 struct IterateCode {
   std::string begin, end;
 };
-IterateCode iterateCode(const Scop &s, bool cuda);
+/// With `perLaunch` > 0 (time tiling), the loop is over launches of that many steps each, the last
+/// running the steps left (`polyk_steps_now`).
+IterateCode iterateCode(const Scop &s, bool cuda, long long perLaunch = 0);
+
+/// The C condition on `dom`'s iterators (each spelled `(name)`) that a point of `ext` is in `dom`
+/// (empty where every point of `ext` is; WholeTiles.cpp).
+std::string domainGuard(const isl::set &dom, const isl::set &ext);
 
 /// Functions of the harness: which program statements make the reference.
 std::vector<ProgramStatement> originalStatements(const Scop &s, Program &p);

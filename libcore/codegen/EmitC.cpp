@@ -31,7 +31,7 @@ std::string allocate(const std::string &name, const std::string &type, const std
 
 } // namespace
 
-IterateCode iterateCode(const Scop &s, bool cuda) {
+IterateCode iterateCode(const Scop &s, bool cuda, long long perLaunch) {
   IterateCode c;
   if (!s.iterate.active()) return c;
   std::string steps = s.iterate.steps.str();
@@ -54,12 +54,18 @@ IterateCode iterateCode(const Scop &s, bool cuda) {
     }
     c.begin += "  const " + T + " *polyk_in_" + in + " = " + in + ";\n  " + T + " *const polyk_final_" + out + " = " + out + ";\n";
   }
-  c.begin += "  for (polyk_idx polyk_step = 0; polyk_step < " + steps + "; ++polyk_step) {\n";
+  // (Time tiling: a launch runs perLaunch steps, the last the steps left; the launches alternate.)
+  std::string per = std::to_string(perLaunch), launches = steps;
+  if (perLaunch > 0) launches = "((" + steps + " + " + std::to_string(perLaunch - 1) + ") / " + per + ")";
+  c.begin += "  for (polyk_idx polyk_step = 0; polyk_step < " + launches + "; ++polyk_step) {\n";
+  if (perLaunch > 0)
+    c.begin += "  const int polyk_steps_now = (int)(" + steps + " - polyk_step * " + per + " < " + per + " ? " + steps + " - polyk_step * " + per +
+               " : " + per + ");\n";
   std::string after;
   for (const auto &[out, in] : s.iterate.swaps) {
     const TensorDecl &t = *s.tensor(out);
     std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
-    c.begin += "  " + T + " *const polyk_out_" + out + " = (" + steps + " - 1 - polyk_step) % 2 == 0 ? polyk_final_" + out +
+    c.begin += "  " + T + " *const polyk_out_" + out + " = (" + launches + " - 1 - polyk_step) % 2 == 0 ? polyk_final_" + out +
                " : polyk_scratch_" + out + ";\n";
     c.begin += "  const " + T + " *const " + in + " = polyk_in_" + in + ";\n  " + T + " *const " + out + " = polyk_out_" + out + ";\n";
     c.begin += "  (void)" + in + "; (void)" + out + ";\n";

@@ -68,8 +68,10 @@ bool insideBox(const isl::set &dom, const isl::set &ext, const std::string &acce
   return ext.apply(within).is_subset(box);
 }
 
-/// The C condition on `dom`'s iterators (its dims' names) that a point of `ext` is in `dom`.
-std::string guard(const isl::set &dom, const isl::set &ext) {
+} // namespace
+
+// (CodegenInternal.h)
+std::string domainGuard(const isl::set &dom, const isl::set &ext) {
   isl::set g = anonymous(dom).gist(ext);
   if (isl_set_plain_is_universe(g.get()) == isl_bool_true) return "";
   unsigned params = (unsigned)isl_set_dim(g.get(), isl_dim_param), dims = g.tuple_dim();
@@ -89,8 +91,6 @@ std::string guard(const isl::set &dom, const isl::set &ext) {
   isl_ast_expr_free(e);
   return text;
 }
-
-} // namespace
 
 isl::schedule_node tileBand(const isl::schedule &bound, int k) {
   isl::schedule_node band;
@@ -180,7 +180,7 @@ WholeTiles wholeTiles(const Scop &s, const isl::schedule &bound, const KernelCon
       if (reduced) return {};
       for (const auto &r : st.reads)
         if (!promoted.count(tensorOf(r))) return {};
-      out.storeGuards[name] = guard(dom, tiles);
+      out.storeGuards[name] = domainGuard(dom, tiles);
       continue;
     }
     if (st.body.find('/') != std::string::npos || st.body.find('%') != std::string::npos) return {};

@@ -10,6 +10,7 @@
 
 #include "polyk/Bind.h"
 #include "polyk/Isl.h"
+#include "polyk/Sizes.h"
 #include "polyk/YamlIO.h"
 
 #include <isl/aff.h>
@@ -55,6 +56,9 @@ std::string axisName(const std::vector<std::string> &axes, size_t m) {
 
 Partition partition(const Scop &bound) {
   isl::ctx ctx = islCtx();
+  if (auto sizes = parseSizes(bound.sizes, &bound.at.sizes); sizes.count(0) && sizes[0].time > 0)
+    fail(bound.at.sizes, "sizes: time[" + std::to_string(sizes[0].time) +
+                             "]: a time-tiled program is not partitioned yet; schedule it with --time-tile=0 (one step a launch)");
   isl::schedule sched = readIslSchedule(bound.schedule);
   isl::set params(ctx, paramDefaults(bound));
   Partition out;

@@ -5,6 +5,7 @@
 // dependences and checks the schedule against them: every dependence goes forward, and none
 // crosses two points of a kernel's parallel band (they run on different threads).
 #include "polyk/Schedule.h"
+#include "polyk/TimeTiles.h"
 
 #include "polyk/Isl.h"
 
@@ -405,6 +406,21 @@ bool windowReduction(const ScopStatement &update, size_t par) {
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
+  // Time tiling by itself (--time-tile auto): an iterated stencil whose sizes give kernel[0] no
+  // tile, where the default tile over kAutoTimeTile steps fits (else one step a launch).
+  if (options.timeTile < 0 && scop.iterate.active() && scop.statements.size() == 1 && (!requested.count(0) || requested[0].tile.empty()) &&
+      (!requested.count(0) || requested[0].time == 0)) {
+    unsigned rank = isl::set(ctx, scop.statements.front().domain).tuple_dim();
+    if (timeTileRefusal(scop, defaultTimeTile(scop, rank, kAutoTimeTile), kAutoTimeTile).empty()) {
+      if (!requested.count(0)) requested[0].vector = requested[0].vectorY = 0; // (as parseSizes leaves what is not given)
+      requested[0].time = kAutoTimeTile;
+    }
+  }
+  if (options.timeTile > 0) {
+    if (requested.count(0) && requested[0].time > 0) throw UsageError("--time-tile: the sizes give kernel[0] -> time[..] already");
+    if (!requested.count(0)) requested[0].vector = requested[0].vectorY = 0; // (as parseSizes leaves what is not given)
+    requested[0].time = options.timeTile;
+  }
   auto kernels = kernelsOf(scop);
   // --fusion=all: one kernel over the statements' common first dim (a dependence that crosses its
   // instances is refused below).
@@ -510,6 +526,15 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     }
     KernelSizes sz = affineSizes(extents, shape);
     if (auto it = requested.find((int)k); it != requested.end()) {
+      if (it->second.time > 0) {
+        // Time tiling: a larger tile by default (the widening's share of a tile shrinks with it).
+        sz.time = it->second.time;
+        if (it->second.tile.empty()) sz.tile = defaultTimeTile(scop, (unsigned)par, sz.time);
+        for (size_t m = 0; m < sz.block.size() && m < sz.tile.size(); ++m) sz.block[m] = std::min(sz.block[m], sz.tile[m]);
+        std::vector<long long> tile = it->second.tile.empty() ? sz.tile : it->second.tile;
+        if (std::string why = timeTileRefusal(scop, tile, sz.time); !why.empty())
+          throw UsageError("kernel[" + std::to_string(k) + "] -> time[" + std::to_string(sz.time) + "]: " + why);
+      }
       if (!it->second.tile.empty()) sz.tile = it->second.tile;
       if (!it->second.block.empty()) sz.block = it->second.block;
     }

@@ -26,15 +26,15 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
   }
   if (um.is_null()) bad("isl cannot parse '" + text + "'");
   const std::string form =
-      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]' or 'kernel[k] -> vector[V]' (or vector[Vy, Vx])";
+      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]', 'kernel[k] -> vector[V]' (or vector[Vy, Vx]) or 'kernel[k] -> time[T]'";
   isl::map_list maps = um.get_map_list();
   for (int i = 0; i < (int)maps.size(); ++i) {
     isl::map m = maps.at(i);
     if (isl_map_dim(m.get(), isl_dim_param) != 0) bad("each entry must give fixed numbers");
     if (!isl_map_has_tuple_name(m.get(), isl_dim_in) || !isl_map_has_tuple_name(m.get(), isl_dim_out)) bad(form);
     std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
-    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector") || m.domain_tuple_dim() != 1 ||
-        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() > 2))
+    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector" && ran != "time") || m.domain_tuple_dim() != 1 ||
+        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() > 2) || (ran == "time" && m.range_tuple_dim() != 1))
       bad(form);
     if (m.range_tuple_dim() > 8) bad("at most 8 sizes per entry");
     isl::set w = m.wrap();
@@ -42,14 +42,15 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
       bad("each entry must give fixed numbers");
     // One map per space: several kernels' entries of one kind share it, a point each. Checked to
     // stay within range first, so enumerating the points stays small.
+    const long long limit = ran == "vector" ? kMaxVector : ran == "time" ? kMaxTimeTile : kMaxTile;
     std::string range = "{ kernel[k] -> " + ran + "[";
     for (unsigned d = 0; d < m.range_tuple_dim(); ++d) range += std::string(d ? ", " : "") + "v" + std::to_string(d);
     range += "] : 0 <= k < " + std::to_string(kMaxKernels);
     for (unsigned d = 0; d < m.range_tuple_dim(); ++d)
-      range += " and 1 <= v" + std::to_string(d) + " <= " + std::to_string(ran == "vector" ? kMaxVector : kMaxTile);
+      range += " and 1 <= v" + std::to_string(d) + " <= " + std::to_string(limit);
     range += " }";
     if (!m.is_subset(isl::map(islCtx(), range)))
-      bad(ran + " sizes must be between 1 and " + std::to_string(ran == "vector" ? kMaxVector : kMaxTile) +
+      bad(ran + " sizes must be between 1 and " + std::to_string(limit) +
           ", for kernels 0 to " + std::to_string(kMaxKernels - 1));
     std::string error;
     w.foreach_point([&](isl::point pt) {
@@ -58,6 +59,11 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
       std::vector<long long> v;
       for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
       if (!out.count(k)) out[k].vector = out[k].vectorY = 0; // not given
+      if (ran == "time") {
+        if (out[k].time != 0) error = "kernel[" + std::to_string(k) + "] has two time entries";
+        out[k].time = v[0];
+        return;
+      }
       if (ran == "vector") {
         if (out[k].vector != 0) error = "kernel[" + std::to_string(k) + "] has two vector entries";
         out[k].vector = v.back();
@@ -89,6 +95,7 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
     if (s.vectorY > 1) os << "; kernel[" << k << "] -> vector[" << s.vectorY << ", " << std::max<long long>(1, s.vector) << "]";
     else if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
     if (!s.reduce.empty()) os << "; kernel[" << k << "] -> reduce[" << list(s.reduce) << "]";
+    if (s.time > 0) os << "; kernel[" << k << "] -> time[" << s.time << "]";
     first = false;
   }
   os << " }";

@@ -6,6 +6,7 @@
 #include "polyk/Bind.h"
 #include "polyk/Isl.h"
 #include "polyk/Schedule.h"
+#include "polyk/TimeTiles.h"
 #include "polyk/YamlIO.h"
 
 #include <isl/schedule_node.h>
@@ -255,14 +256,39 @@ Space deriveSpace(const Scop &flat) {
                                    "vector == 0");
         }
       }
+      // Time tiling (an iterated stencil, polyk/TimeTiles.h): steps a launch, 0 for one step a
+      // launch. A time-tiled block's region (the tile widened by the steps times the reach) is not
+      // a whole number of blocks; its two copies fit 48 KiB, and a thread owns at most 64 points.
+      std::vector<long long> widen = k == 0 ? timeTileWidening(flat) : std::vector<long long>{};
+      std::string untiled; // "K.time == 0 || " where the space has steps a launch, else ""
+      if (widen.size() == n) {
+        std::vector<long long> steps{0, 1, 2, 3, 4, 6, 8, 12, 16};
+        if (std::find(steps.begin(), steps.end(), sz.time) == steps.end()) steps.push_back(sz.time);
+        std::sort(steps.begin(), steps.end());
+        param(K + "time", steps, sz.time);
+        untiled = K + "time == 0 || ";
+        std::vector<std::string> region, perThread;
+        for (size_t m = 0; m < n; ++m) {
+          std::string r = "(" + K + "tile." + std::to_string(m) + " + " + K + "time * " + std::to_string(widen[m]) + ")";
+          region.push_back(r);
+          perThread.push_back("((" + r + " + " + K + "block." + std::to_string(m) + " - 1) / " + K + "block." + std::to_string(m) + ")");
+        }
+        int bytes = dtypeBytes(flat.tensor(flat.iterate.swaps.front().second)->type);
+        sp.constraints.push_back(untiled + std::to_string(2 * bytes) + " * " + product(region) + " <= 49152");
+        sp.constraints.push_back(untiled + product(perThread) + " <= 64");
+        // (polyk-bind still maps the tile band: no block larger than the tile.)
+        for (size_t m = 0; m < n; ++m)
+          sp.constraints.push_back(untiled + K + "block." + std::to_string(m) + " <= " + K + "tile." + std::to_string(m));
+      }
+      std::string tiled = untiled.empty() ? "" : K + "time > 0 || ";
       for (size_t m = 0; m < n; ++m) {
         std::string t = K + "tile." + std::to_string(m), b = K + "block." + std::to_string(m);
-        sp.constraints.push_back(t + " % " + b + " == 0");
+        sp.constraints.push_back(tiled + t + " % " + b + " == 0");
         blocks.push_back(b);
         points.push_back("(" + t + " / " + b + ")");
       }
       // Accumulators a thread keeps in registers (a model of the register limit).
-      sp.constraints.push_back(product(points) + " <= 64");
+      sp.constraints.push_back(tiled + product(points) + " <= 64");
       // Shared memory (CNNOpt's eq. 3): a block's reduced tile of the operands polyk-bind stages
       // fits in the 48 KiB it stages into (the boxes of TuneModel.h: halos and strides included).
       if (!sz.reduce.empty()) {
@@ -555,7 +581,7 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
 }
 
 std::string sizesOf(const Space &s, const std::vector<long long> &values) {
-  // kernel -> entry kind (tile, block, reduce, vector) -> member -> value
+  // kernel -> entry kind (tile, block, reduce, vector, time) -> member -> value
   std::map<int, std::map<std::string, std::map<int, long long>>> k;
   for (size_t i = 0; i < s.params.size(); ++i) {
     // k<K>.<kind>[.<m>], K and m at most 4 digits; other names are the user's own.
@@ -570,13 +596,14 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values) {
     size_t dot2 = rest.find('.');
     std::string kind = rest.substr(0, dot2);
     int member = dot2 == std::string::npos ? 0 : number(rest.substr(dot2 + 1));
-    if (kernel < 0 || member < 0 || (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector")) continue;
+    if (kernel < 0 || member < 0 || (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time")) continue;
+    if (kind == "time" && values[i] == 0) continue; // (one step a launch: no entry)
     k[kernel][kind][member] = values[i];
   }
   std::string o = "{ ";
   bool first = true;
   for (const auto &[kernel, kinds] : k)
-    for (const char *kind : {"tile", "block", "reduce", "vector"}) {
+    for (const char *kind : {"tile", "block", "reduce", "vector", "time"}) {
       auto it = kinds.find(kind);
       if (it == kinds.end()) continue;
       o += std::string(first ? "" : "; ") + "kernel[" + std::to_string(kernel) + "] -> " + kind + "[";

@@ -6,7 +6,7 @@ set -euo pipefail
 example=$1 work=$2 nvcc=$3
 name=$(basename "$example" .yaml).multi
 mkdir -p "$work"
-"$POLYK_BIN/polyk-flatten" "$example" | "$POLYK_BIN/polyk-schedule" | "$POLYK_BIN/polyk-bind" -o "$work/$name.bound.yaml"
+"$POLYK_BIN/polyk-flatten" "$example" | "$POLYK_BIN/polyk-schedule" --time-tile=0 | "$POLYK_BIN/polyk-bind" -o "$work/$name.bound.yaml"
 "$POLYK_BIN/polyk-partition" "$work/$name.bound.yaml" -o "$work/$name.partition.yaml"
 "$POLYK_BIN/polyk-emit" "$work/$name.bound.yaml" --partition "$work/$name.partition.yaml" --harness -o "$work/$name.cu"
 "$nvcc" -std=c++17 -O1 -arch=sm_90 -I"$POLYK_SRC/libcore/runtime" "$work/$name.cu" -o "$work/$name.cu.bin"

@@ -16,7 +16,7 @@ import tempfile
 
 BIN = os.environ.get("POLYK_BIN", "build/bin")
 SRC = os.environ.get("POLYK_SRC", ".")
-EXAMPLES = ["blas/gemm", "blas/gemv", "contraction/abc_bda_dc", "stencil/gaussian2d", "stencil/hotspot",
+EXAMPLES = ["blas/gemm", "blas/gemv", "contraction/abc_bda_dc", "stencil/gaussian2d", "stencil/hotspot", "stencil/hotspot_iter",
             "conv/d1", "sum_i32", "yreduce", "colsum_f16", "panamera/sg4", "panamera/sg7", "softmax"]
 
 

@@ -24,6 +24,16 @@ TEST(Sizes, RejectsWhatIsNotASizesMap) {
   EXPECT_EQ(parseSizes("{ kernel[1] -> tile[64]; kernel[1] -> block[64] }").at(1).vector, 0); // not given
 }
 
+TEST(Sizes, TimeEntryIsOneStepCountAndRoundTrips) {
+  EXPECT_THROW(parseSizes("{ kernel[0] -> time[0] }"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> time[65] }"), UsageError); // kMaxTimeTile
+  EXPECT_THROW(parseSizes("{ kernel[0] -> time[2, 3] }"), UsageError);
+  auto sizes = parseSizes("{ kernel[0] -> tile[32, 80]; kernel[0] -> block[8, 32]; kernel[0] -> time[8] }");
+  EXPECT_EQ(sizes.at(0).time, 8);
+  EXPECT_EQ(parseSizes("{ kernel[0] -> tile[32]; kernel[0] -> block[32] }").at(0).time, 0); // none
+  EXPECT_EQ(printSizes(sizes), "{ kernel[0] -> tile[32, 80]; kernel[0] -> block[8, 32]; kernel[0] -> time[8] }");
+}
+
 namespace {
 
 /// A band of `extent` members, the last one reduced (one member: reduced), as analyseBand gives it.

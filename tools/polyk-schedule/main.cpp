@@ -10,7 +10,7 @@
 int main(int argc, char **argv) {
   polyk::ScheduleOptions opts;
   bool dumpSizes = false;
-  std::string tuning, candidates;
+  std::string tuning, candidates, timeTile = "auto";
   size_t maxFusion = 4;
   return polyk::runTool(
       argc, argv,
@@ -29,6 +29,12 @@ int main(int argc, char **argv) {
                         "kernel over the statements' common first dim, each thread running every statement for its instances)")
              ->check(CLI::IsMember({"auto", "all"}))
              ->capture_default_str();
+         app.add_option("--time-tile", timeTile,
+                        "an iterated stencil (one statement, `iterate:`): run this many steps a launch, each block keeping "
+                        "its tile, widened by the stencil's reach, in shared memory (the sizes' kernel[0] -> time[T]); auto: 8 "
+                        "where the program takes it and the sizes give no tile; 0: one step a launch")
+             ->check(CLI::IsMember({"auto"}) | CLI::Range(0, 64))
+             ->capture_default_str();
          app.add_option("--fusion-candidates", candidates,
                         "a map (Fousek et al.): also write the DAG of its functions, their threads per instance and the "
                         "fusible candidates (connected, convex, at most --fusion-max functions) to this file (fusion/1)");
@@ -38,6 +44,7 @@ int main(int argc, char **argv) {
        },
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &extra) {
          polyk::Scop scop = polyk::readScop(in.text, in.displayName);
+         opts.timeTile = timeTile == "auto" ? -1 : std::stoll(timeTile);
          if (!candidates.empty()) {
            polyk::MapDag dag = polyk::mapDag(scop);
            extra[candidates] = polyk::writeFusionCandidates(dag, polyk::fusionCandidates(dag, maxFusion), maxFusion);

@@ -22,6 +22,10 @@ struct ScheduleOptions {
   /// independent instances, Fousek et al.): one kernel whose band is the statements' common
   /// outermost dim, each thread running every statement, in order, for its instances.
   std::string fusion = "auto";
+  /// Steps a launch of an iterated stencil, each block's tile kept in shared memory over them
+  /// (polyk/TimeTiles.h): the sizes' `kernel[0] -> time[T]`. -1 (auto): kAutoTimeTile steps where
+  /// the program takes them and the sizes give kernel[0] no tile; 0: none unless the sizes say so.
+  long long timeTile = -1;
 };
 
 /// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.

@@ -1,7 +1,8 @@
 // The sizes of schedule/1 and of `--sizes` (PPCG's form): per kernel, tile and block sizes per
 // band member, outermost first, and the vector width along the contiguous member:
 //   { kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8]; kernel[0] -> vector[4] }
-// (on the affine path `vector[Vy, Vx]` gives the runs of a register tile along y and x).
+// (on the affine path `vector[Vy, Vx]` gives the runs of a register tile along y and x; and for an
+// iterated stencil `time[T]` runs T steps a launch, each block's tile kept in shared memory).
 #pragma once
 
 #include "polyk/Diagnostics.h"
@@ -25,12 +26,17 @@ struct KernelSizes {
   /// reduced loops run tile after tile, and polyk-bind may stage each tile's operands in shared
   /// memory. Empty: the reduced loops are not tiled.
   std::vector<long long> reduce;
+  /// Time tiling of an iterated program (`kernel[0] -> time[T]`): each launch runs T steps, a block
+  /// computing its tile widened by T times the stencil's reach in shared memory
+  /// (codegen/TimeTiles.cpp). 0: one step a launch.
+  long long time = 0;
 };
 
 /// The largest kernel number, tile size and vector width a sizes map may give.
 constexpr long long kMaxKernels = 4096;
 constexpr long long kMaxTile = (1LL << 31) - 1;
 constexpr long long kMaxVector = 16;
+constexpr long long kMaxTimeTile = 64;
 
 /// Parses a sizes map. Where it is not one: an InputError at `*where` (a file's `sizes:` value),
 /// or with `where` null a UsageError (the `--sizes` option).

@@ -1,0 +1,358 @@
+// Time tiling of an iterated stencil (polyk/TimeTiles.h): the plan from the statement's access
+// relations, and the kernel that runs a launch's steps in shared memory.
+//
+// A block's region is its output tile widened by steps * reach on each side (`below`, `above`:
+// the read relation's offsets). The region is read once; step s computes the points at least
+// s * reach inside the region's edges (the values the tile needs after the last step), from the
+// previous step's copy, into the other copy; points outside the statement's domain (a stencil's
+// boundary, or outside the tensor) keep their value, as the program's output does between steps.
+// The tile's points in the domain are written at the end. Every block reads and recomputes its
+// widening: (tile + 2 * steps * reach)^d points read for tile^d written, instead of one read and
+// one write per point and step.
+#include "TimeTiles.h"
+
+#include "EmitParts.h"
+
+#include "polyk/Sizes.h"
+
+#include <algorithm>
+#include <isl/map.h>
+#include <isl/set.h>
+#include <isl/val.h>
+
+namespace polyk {
+
+namespace {
+
+/// The constant offset of `access` (S[x] -> t[x + c]) from the statement's point, or none.
+std::optional<std::vector<long long>> shift(const std::string &access, unsigned rank) {
+  isl::map m(islCtx(), access);
+  if (m.range_tuple_dim() != rank || m.domain_tuple_dim() != rank) return std::nullopt;
+  isl_map *same = isl_map_set_tuple_id(m.copy(), isl_dim_out, isl_map_get_tuple_id(m.get(), isl_dim_in));
+  isl::set deltas = isl::manage(isl_set_detect_equalities(isl_map_deltas(same)));
+  std::vector<long long> c;
+  isl::set point = isl::manage(isl_set_universe(deltas.get_space().release()));
+  for (unsigned d = 0; d < rank; ++d) {
+    isl::val v = isl::manage(isl_set_plain_get_val_if_fixed(deltas.get(), isl_dim_set, d));
+    if (v.is_null() || !v.is_int()) return std::nullopt;
+    c.push_back(v.get_num_si());
+    point = isl::manage(isl_set_fix_val(point.release(), isl_dim_set, d, v.release()));
+  }
+  // (A single point, the same at every instance: deltas of a map that is not a shift hold more.)
+  if (!deltas.is_equal(point.intersect_params(deltas.params())) || !m.is_single_valued()) return std::nullopt;
+  return c;
+}
+
+/// How far the statement reads `in` below and above its point, per dim (a refused program aside).
+void reach(const Scop &s, unsigned rank, std::vector<long long> &below, std::vector<long long> &above) {
+  below.assign(rank, 0);
+  above.assign(rank, 0);
+  const std::string &in = s.iterate.swaps.front().second;
+  for (const std::string &r : s.statements.front().reads)
+    if (auto c = shift(r, rank); c && isl::map(islCtx(), r).range_tuple_id().name() == in)
+      for (unsigned d = 0; d < rank; ++d) {
+        below[d] = std::max(below[d], -(*c)[d]);
+        above[d] = std::max(above[d], (*c)[d]);
+      }
+}
+
+} // namespace
+
+std::vector<long long> defaultTimeTile(const Scop &s, unsigned rank, long long steps) {
+  std::vector<long long> tile = rank == 1 ? std::vector<long long>{2048} : rank == 2 ? std::vector<long long>{32, 64} : std::vector<long long>{8, 8, 32};
+  if (!s.iterate.active() || s.statements.size() != 1 || rank < 1 || rank > 3) return tile;
+  // The region's rows a whole number of warps wide: the tile along x is what the widening leaves
+  // of the next multiple of 32 (64 + 2 * 4 -> a tile of 88 in a region of 96).
+  std::vector<long long> below, above;
+  reach(s, rank, below, above);
+  long long widen = steps * (below.back() + above.back()), region = (tile.back() + widen + 31) / 32 * 32;
+  tile.back() = region - widen;
+  // Then the outer dims halved, the largest first, until the region's two copies fit 48 KB.
+  auto bytes = [&] {
+    long long n = 2 * dtypeBytes(s.tensor(s.iterate.swaps.front().second)->type);
+    for (unsigned d = 0; d < rank; ++d) n *= tile[d] + steps * (below[d] + above[d]);
+    return n;
+  };
+  while (bytes() > 48 * 1024) {
+    auto largest = std::max_element(tile.begin(), tile.end() - 1);
+    if (largest == tile.end() - 1 || *largest == 1) largest = tile.end() - 1; // (then x)
+    if (*largest == 1) break;
+    *largest /= 2;
+  }
+  return tile;
+}
+
+std::vector<long long> timeTileWidening(const Scop &s) {
+  if (!s.iterate.active() || s.statements.size() != 1) return {};
+  unsigned rank = isl::set(islCtx(), s.statements.front().domain).tuple_dim();
+  if (!timeTileRefusal(s, std::vector<long long>(rank, 1), 1).empty()) return {};
+  std::vector<long long> below, above;
+  reach(s, rank, below, above);
+  for (unsigned d = 0; d < rank; ++d) below[d] += above[d];
+  return below;
+}
+
+std::string timeTileRefusal(const Scop &s, const std::vector<long long> &tile, long long steps) {
+  if (!s.iterate.active()) return "the program does not iterate (it has no 'iterate:')";
+  if (s.iterate.swaps.size() != 1) return "the program swaps " + std::to_string(s.iterate.swaps.size()) + " pairs of tensors; time tiling takes one";
+  if (s.statements.size() != 1) return "the program has " + std::to_string(s.statements.size()) + " statements; time tiling takes one";
+  const ScopStatement &st = s.statements.front();
+  if (st.kind != StmtKind::Assign || !st.epilogue.empty() || st.form != Form::Affine) return "its statement is a reduction";
+  const auto &[out, in] = s.iterate.swaps.front();
+  isl::map write(islCtx(), st.write);
+  unsigned rank = write.domain_tuple_dim();
+  if (write.range_tuple_id().name() != out) return "its statement writes " + write.range_tuple_id().name() + ", not the swapped output " + out;
+  if (rank < 1 || rank > 3) return "its statement has " + std::to_string(rank) + " dims; time tiling takes 1 to 3";
+  auto w = shift(st.write, rank);
+  if (!w || *w != std::vector<long long>(rank, 0))
+    return "its statement does not write " + out + " at its own point (" + out + "(i, j) = ...)";
+  for (const std::string &r : st.reads) {
+    std::string t = isl::map(islCtx(), r).range_tuple_id().name();
+    if (t == out) return "its statement reads its output " + out;
+    if (t == in && !shift(r, rank)) return "it reads " + in + " at a subscript other than its point plus a constant";
+  }
+  if (tile.size() != rank) return "the sizes give " + std::to_string(tile.size()) + " tile sizes for a statement of " + std::to_string(rank) + " dims";
+  std::vector<long long> below, above;
+  reach(s, rank, below, above);
+  long long points = 1;
+  for (unsigned d = 0; d < rank; ++d) points *= tile[d] + steps * (below[d] + above[d]);
+  long long bytes = 2 * points * (long long)dtypeBytes(s.tensor(in)->type);
+  if (bytes > 48 * 1024)
+    return "the widened tile's two copies take " + std::to_string(bytes) + " bytes of shared memory (at most 49152): fewer steps or a smaller tile";
+  return "";
+}
+
+namespace codegen {
+
+long long TimeTilePlan::regionPoints() const {
+  long long n = 1;
+  for (long long r : region) n *= r;
+  return n;
+}
+
+std::optional<TimeTilePlan> timeTilePlan(const Scop &s) {
+  std::map<int, KernelSizes> sizes = parseSizes(s.sizes, &s.at.sizes);
+  auto it = sizes.find(0);
+  if (it == sizes.end() || it->second.time <= 0) return std::nullopt;
+  TimeTilePlan p;
+  p.steps = it->second.time;
+  p.tile = it->second.tile;
+  if (std::string why = timeTileRefusal(s, p.tile, p.steps); !why.empty()) fail(s.at.sizes, "sizes: time[" + std::to_string(p.steps) + "]: " + why);
+  std::tie(p.out, p.in) = s.iterate.swaps.front();
+  p.statement = &s.statements.front();
+  unsigned rank = (unsigned)p.tile.size();
+  reach(s, rank, p.below, p.above);
+  for (unsigned d = 0; d < rank; ++d) p.region.push_back(p.tile[d] + p.steps * (p.below[d] + p.above[d]));
+  // (Each thread's points are unrolled, their values in registers: a few dozen at most.)
+  std::array<int, 3> block = s.kernels.empty() ? std::array<int, 3>{256, 1, 1} : s.kernels.front().block;
+  long long perThread = 1;
+  for (unsigned d = 0; d < rank; ++d) {
+    int threads = block[rank - 1 - d];
+    perThread *= (p.region[d] + threads - 1) / threads;
+  }
+  if (perThread > 64)
+    fail(s.at.sizes, "sizes: time[" + std::to_string(p.steps) + "]: each of a block's threads would own " + std::to_string(perThread) +
+                         " points of its region (at most 64): a larger block or a smaller tile");
+  return p;
+}
+
+namespace {
+
+const char *const kAxes[3][3] = {{"x"}, {"y", "x"}, {"z", "y", "x"}};
+
+std::string str(long long v) { return std::to_string(v); }
+
+} // namespace
+
+std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
+  const bool cuda = d == Dialect::Cuda;
+  const ScopStatement &st = *p.statement;
+  const TensorDecl &inT = *s.tensor(p.in), &outT = *s.tensor(p.out);
+  const unsigned rank = (unsigned)p.tile.size();
+  const std::string storage = cuda ? cudaStorageType(inT.type) : cStorageType(inT.type);
+  const std::string fn = (s.kernels.empty() ? s.name : s.kernels.front().name) + "_tt";
+  const std::array<int, 3> block = s.kernels.empty() ? std::array<int, 3>{256, 1, 1} : s.kernels.front().block; // x, y, z
+  // Region dim r is spread over thread axis kAxes[rank - 1][r]: a thread owns the points
+  // (t_r + B_r * a_r), a_r < per[r]; its points' values, inputs and liveness stay in registers.
+  std::vector<long long> threadsOf(rank), per(rank), regionStride(rank, 1), pointStride(rank, 1);
+  long long K = 1;
+  for (unsigned r = 0; r < rank; ++r) {
+    threadsOf[r] = block[kAxes[rank - 1][r][0] - 'x'];
+    per[r] = (p.region[r] + threadsOf[r] - 1) / threadsOf[r];
+    K *= per[r];
+  }
+  for (unsigned r = rank; r-- > 1;) {
+    regionStride[r - 1] = regionStride[r] * p.region[r];
+    pointStride[r - 1] = pointStride[r] * per[r];
+  }
+  isl::set dom(islCtx(), st.domain);
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < rank; ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    names.push_back(isl_id_get_name(id));
+    isl_id_free(id);
+  }
+  isl::set anon = isl::manage(isl_set_reset_tuple_id(dom.copy()));
+  std::string inDomain = domainGuard(dom, isl::set::universe(anon.get_space()).intersect_params(dom.params()));
+  if (inDomain.empty()) inDomain = "1";
+  std::string inTensor;
+  for (unsigned i = 0; i < rank; ++i) inTensor += std::string(i ? " && " : "") + "0 <= " + names[i] + " && " + names[i] + " < " + inT.shape[i].str();
+
+  // A thread's registers: in C, one row per thread (the phases run thread after thread).
+  auto reg = [&](const std::string &name) { return cuda ? name + "[polyk_k]" : name + "[polyk_t][polyk_k]"; };
+  // A point's liveness (at most 64) in a byte: four to a register (64 -> 48 registers a thread
+  // for 15 points: 4 blocks an SM -> 5).
+  const std::string live = std::string(cuda ? "polyk_live" : "polyk_live[polyk_t]") + "[polyk_k / 4]";
+  const std::string liveOf = "((" + live + " >> (8 * (polyk_k % 4))) & 255u)";
+  // Other tensors read at the point itself: loaded once a launch into registers.
+  std::map<std::string, DType> types;
+  for (const auto &t : s.tensors) types[t.name] = t.type;
+  std::set<std::string> atPoint;
+  for (const std::string &r : st.reads) {
+    std::string t = isl::map(islCtx(), r).range_tuple_id().name();
+    auto c = shift(r, rank);
+    if (t != p.in && c && *c == std::vector<long long>(rank, 0) && !s.tensor(t)->padding) atPoint.insert(t);
+  }
+  for (const std::string &r : st.reads) { // (read elsewhere too: from memory, all its reads)
+    std::string t = isl::map(islCtx(), r).range_tuple_id().name();
+    auto c = shift(r, rank);
+    if (atPoint.count(t) && !(c && *c == std::vector<long long>(rank, 0))) atPoint.erase(t);
+  }
+  ExprPtr body = parseExpr(st.body);
+  if (body->kind == Expr::Kind::Call && parseDType(body->text) == outT.type) body = body->args[0];
+  Value v = printValue(body, d, [&](const Access &a, size_t k) {
+    if (a.tensor == p.in) {
+      std::vector<long long> c = *shift(st.reads[k], rank);
+      long long off = 0;
+      for (unsigned i = 0; i < rank; ++i) off += c[i] * regionStride[i];
+      if (off == 0) return loadElement(d, inT.type, reg("polyk_v"));
+      return loadElement(d, inT.type, "polyk_cur[polyk_q" + std::string(off < 0 ? " - " : " + ") + str(off < 0 ? -off : off) + "]");
+    }
+    const TensorDecl &t = *s.tensor(a.tensor);
+    if (atPoint.count(a.tensor)) return loadElement(d, t.type, reg("polyk_" + a.tensor));
+    return paddedLoad(t, a, loadElement(d, t.type, a.tensor + "[" + linearIndex(st.reads[k], t) + "]"), true);
+  }, types);
+  std::string value = storeValue(d, outT.type, convert(v, computeType(outT.type)));
+  std::string padding = "(" + storage + ")0";
+  if (inT.padding) {
+    bool isFloatLiteral = inT.padding->find_first_of(".eE") != std::string::npos;
+    padding = storeValue(d, inT.type, convert(Value{*inT.padding, isFloatLiteral ? DType::F32 : DType::I32, true}, computeType(inT.type)));
+  }
+
+  // The loop over a thread's points (unrolled: their registers are an array of constant indices)
+  // with its local coordinates polyk_l<r>, its place polyk_q in the region and `in`: inside it.
+  std::string points = (cuda ? "  #pragma unroll\n" : "") + std::string("  for (int polyk_k = 0; polyk_k < ") + str(K) + "; ++polyk_k) {\n";
+  std::string inside;
+  for (unsigned r = 0; r < rank; ++r) {
+    std::string a = "polyk_k";
+    if (pointStride[r] != 1) a = "(" + a + " / " + str(pointStride[r]) + ")";
+    if (r > 0) a = "(" + a + " % " + str(per[r]) + ")";
+    points += "    const int polyk_l" + str(r) + " = (int)threadIdx." + kAxes[rank - 1][r] + " + " + str(threadsOf[r]) + " * " + a + ";\n";
+    inside += std::string(r ? " && " : "") + "polyk_l" + str(r) + " < " + str(p.region[r]);
+  }
+  points += "    const int polyk_q = ";
+  for (unsigned r = 0; r < rank; ++r) points += std::string(r ? " + " : "") + "polyk_l" + str(r) + (regionStride[r] == 1 ? "" : " * " + str(regionStride[r]));
+  points += ";\n    (void)polyk_q;\n";
+  std::string ids = "    const polyk_idx ";
+  for (unsigned r = 0; r < rank; ++r) ids += (r ? ", " : "") + names[r] + " = polyk_o" + str(r) + " + polyk_l" + str(r);
+  ids += ";\n";
+  std::string idsUsed = "   ";
+  for (unsigned r = 0; r < rank; ++r) idsUsed += " (void)" + names[r] + ";";
+  idsUsed += "\n";
+  // A phase: every thread of the block; in C one after another (the barrier after it).
+  auto phase = [&](const std::string &code) {
+    if (cuda) return code + "  __syncthreads();\n";
+    return "  for (int polyk_t = 0; polyk_t < " + str((long long)block[0] * block[1] * block[2]) + "; ++polyk_t) {\n" +
+           "  const struct { int x, y, z; } threadIdx = {polyk_t % " + str(block[0]) + ", polyk_t / " + str(block[0]) + " % " + str(block[1]) +
+           ", polyk_t / " + str((long long)block[0] * block[1]) + "};\n" + code + "  }\n";
+  };
+
+  std::string o = "/* Time tiling (kernel[0] -> time[" + str(p.steps) + "]): up to " + str(p.steps) + " steps a launch. A block computes its tile of";
+  for (unsigned i = 0; i < rank; ++i) o += (i ? " x " : " ") + str(p.tile[i]);
+  o += " " + p.out + " points from a region of";
+  for (unsigned i = 0; i < rank; ++i) o += (i ? " x " : " ") + str(p.region[i]);
+  o += " (the tile widened by the steps times the stencil's reach,";
+  for (unsigned i = 0; i < rank; ++i) o += (i ? ", " : " ") + std::string("-") + str(p.below[i]) + "/+" + str(p.above[i]);
+  o += "), in two copies in shared memory; a thread owns " + str(K) + " points of it, their values in registers. */\n";
+  const long long R = p.regionPoints();
+  if (cuda) {
+    o += "__global__ void __launch_bounds__(" + str((long long)block[0] * block[1] * block[2]) + ") " + fn + "(" + affineKernelParams(s, true) +
+         ", const int polyk_steps) {\n";
+    o += "  __shared__ " + storage + " polyk_buf[2][" + str(R) + "];\n";
+    o += "  " + storage + " polyk_v[" + str(K) + "];\n  unsigned polyk_live[" + str((K + 3) / 4) + "] = {0};\n";
+    for (const std::string &t : atPoint) o += "  " + std::string(cudaStorageType(s.tensor(t)->type)) + " polyk_" + t + "[" + str(K) + "];\n";
+  } else {
+    std::string T = str((long long)block[0] * block[1] * block[2]);
+    o += "static void " + fn + "(" + affineKernelParams(s, false) + ", const int polyk_steps, const polyk_idx polyk_blocks[3]) {\n";
+    o += "  static " + storage + " polyk_buf[2][" + str(R) + "], polyk_v[" + T + "][" + str(K) + "];\n  static unsigned polyk_live[" + T + "][" + str((K + 3) / 4) + "];\n";
+    for (const std::string &t : atPoint) o += "  static " + std::string(cStorageType(s.tensor(t)->type)) + " polyk_" + t + "[" + T + "][" + str(K) + "];\n";
+    o += "  for (polyk_idx bz = 0; bz < polyk_blocks[2]; ++bz)\n  for (polyk_idx by = 0; by < polyk_blocks[1]; ++by)\n";
+    o += "  for (polyk_idx bx = 0; bx < polyk_blocks[0]; ++bx) {\n  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz};\n";
+  }
+  o += "  /* The region's origin: the tile's, less the reach of all the steps. */\n";
+  for (unsigned i = 0; i < rank; ++i)
+    o += "  const polyk_idx polyk_o" + str(i) + " = (polyk_idx)blockIdx." + kAxes[rank - 1][i] + " * " + str(p.tile[i]) + " - " + str(p.steps * p.below[i]) + ";\n";
+  // Load: the region of `in` (outside the tensor: its padding, or 0, which no needed point reads),
+  // into both copies where the statement does not write (they keep their value every step); a
+  // point's liveness: the steps up to which the tile needs it, 0 outside the domain.
+  std::string depth;
+  for (unsigned r = 0; r < rank; ++r) {
+    std::string l = "polyk_l" + str(r);
+    if (p.below[r] > 0) depth += "      if (" + l + " / " + str(p.below[r]) + " < polyk_d) polyk_d = " + l + " / " + str(p.below[r]) + ";\n";
+    if (p.above[r] > 0)
+      depth += "      if ((" + str(p.region[r] - 1) + " - " + l + ") / " + str(p.above[r]) + " < polyk_d) polyk_d = (" + str(p.region[r] - 1) + " - " + l + ") / " +
+               str(p.above[r]) + ";\n";
+  }
+  std::string load = points + "    if (polyk_k % 4 == 0) " + live + " = 0;\n    if (!(" + inside + ")) continue;\n" + ids;
+  load += "    const int polyk_t_in = " + inTensor + ";\n";
+  load += "    const " + storage + " polyk_x = polyk_t_in ? " + p.in + "[" + linearIndex(st.write, inT) + "] : " + padding + ";\n";
+  load += "    " + reg("polyk_v") + " = polyk_x;\n    polyk_buf[0][polyk_q] = polyk_x;\n";
+  for (const std::string &t : atPoint)
+    load += "    " + reg("polyk_" + t) + " = polyk_t_in ? " + t + "[" + linearIndex(st.write, *s.tensor(t)) + "] : (" +
+            (cuda ? cudaStorageType(s.tensor(t)->type) : cStorageType(s.tensor(t)->type)) + ")0;\n";
+  load += "    if (polyk_t_in && (" + inDomain + ")) {\n      int polyk_d = " + str(p.steps) + ";\n" + depth + "      " + live +
+          " |= (unsigned)polyk_d << (8 * (polyk_k % 4));\n    } else {\n      polyk_buf[1][polyk_q] = polyk_x;\n    }\n  }\n";
+  o += "  /* Load: the region of " + p.in + ", both copies where the statement does not write. */\n" + phase(load);
+  std::string step = points + "    if ((unsigned)polyk_s > " + liveOf + ") continue; /* outside the domain, or not needed after this step */\n";
+  step += ids + idsUsed;
+  step += "    const " + storage + " polyk_n = " + value + ";\n    polyk_nxt[polyk_q] = polyk_n;\n    " + reg("polyk_v") + " = polyk_n;\n";
+  std::string stepBody = step + "  }\n";
+  o += "  /* The steps: each from one copy into the other. */\n";
+  o += "  for (int polyk_s = 1; polyk_s <= polyk_steps; ++polyk_s) {\n";
+  o += "  const " + storage + " *const polyk_cur = polyk_buf[(polyk_s - 1) & 1];\n  " + storage + " *const polyk_nxt = polyk_buf[polyk_s & 1];\n";
+  o += "  (void)polyk_cur;\n";
+  // (The thread's register holds its point's value: only this thread reads it, as the centre.)
+  o += phase(stepBody);
+  o += "  }\n";
+  std::string tile;
+  for (unsigned r = 0; r < rank; ++r)
+    tile += std::string(r ? " && " : "") + "polyk_l" + str(r) + " >= " + str(p.steps * p.below[r]) + " && polyk_l" + str(r) + " < " + str(p.steps * p.below[r] + p.tile[r]);
+  std::string store = points + "    if (" + liveOf + " == 0 || !(" + tile + ")) continue;\n" + ids;
+  store += "    " + p.out + "[" + linearIndex(st.write, outT) + "] = " + reg("polyk_v") + ";\n  }\n";
+  o += "  /* The tile's points of the statement's domain. */\n" + (cuda ? store : phase(store));
+  o += cuda ? "}\n\n" : "  }\n}\n\n";
+
+  // The launcher: ceil(steps / T) launches, the last with the steps left.
+  std::string grid[3] = {"1", "1", "1"};
+  for (unsigned i = 0; i < rank; ++i)
+    grid[kAxes[rank - 1][i][0] - 'x'] = "(" + outT.shape[i].str() + " + " + str(p.tile[i] - 1) + ") / " + str(p.tile[i]);
+  IterateCode launches = iterateCode(s, cuda, p.steps);
+  std::string call = fn + (cuda ? "<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] + ")), dim3(" + str(block[0]) + ", " +
+                                       str(block[1]) + ", " + str(block[2]) + "), 0, stream>>>("
+                                 : "(") +
+                     affineKernelArgs(s) + ", polyk_steps_now" + (cuda ? ");\n" : ", polyk_blocks);\n");
+  if (cuda) {
+    std::string sig = hostSignature(s, "polyk_" + s.name, true);
+    o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
+    o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n  cudaError_t err = cudaSuccess;\n";
+    o += launches.begin + "  " + call + "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n" + launches.end + "  return cudaSuccess;\n}\n";
+  } else {
+    o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
+    o += "  const polyk_idx polyk_blocks[3] = {" + grid[0] + ", " + grid[1] + ", " + grid[2] + "};\n";
+    o += launches.begin + "  " + call + launches.end + "}\n";
+  }
+  return o;
+}
+
+} // namespace codegen
+} // namespace polyk

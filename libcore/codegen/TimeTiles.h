@@ -1,0 +1,34 @@
+// The time-tiled kernel of an iterated stencil and its launcher (polyk/TimeTiles.h says what it
+// computes). Private to libcore/codegen.
+#pragma once
+
+#include "CodegenInternal.h"
+
+#include "polyk/TimeTiles.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace polyk::codegen {
+
+struct TimeTilePlan {
+  long long steps = 0;         // T: steps a launch (the last launch may run fewer)
+  std::string in, out;         // the swapped pair: each step reads `in`, writes `out`
+  const ScopStatement *statement = nullptr;
+  std::vector<long long> tile;   // output points a block, outermost dim first
+  std::vector<long long> below;  // per dim: how far the stencil reads below its point
+  std::vector<long long> above;  // ... and above
+  std::vector<long long> region; // tile + steps * (below + above): what a block holds
+  long long regionPoints() const;
+};
+
+/// The plan of `s`'s time-tiled kernel where its sizes ask for one (`kernel[0] -> time[T]`), else
+/// none; an InputError at the sizes where the program cannot take it (timeTileRefusal).
+std::optional<TimeTilePlan> timeTilePlan(const Scop &s);
+/// The kernel and its launcher polyk_NAME (CUDA), or the mapped C's polyk_NAME_mapped, which runs
+/// the kernel's phases block by block (each phase over all of a block's threads, as the barrier
+/// between phases has it).
+std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d);
+
+} // namespace polyk::codegen

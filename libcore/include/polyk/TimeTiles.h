@@ -1,0 +1,35 @@
+// Time tiling of an iterated stencil (`kernel[0] -> time[T]` in the sizes): each launch runs T
+// steps of the program, every block computing its output tile widened by T times the stencil's
+// reach in shared memory, the widening recomputed by the neighbouring blocks (overlapped tiling:
+// Krishnamoorthy et al., PLDI 2007; Holewinski et al., ICS 2012). The reach is the read
+// relation's offsets, the widened tile its T-step footprint; codegen/TimeTiles.cpp prints it.
+#pragma once
+
+#include "polyk/Scop.h"
+
+#include <string>
+#include <vector>
+
+namespace polyk {
+
+/// The steps a launch where polyk-schedule time-tiles by itself: 8 (Hotspot 16384^2 x 150 steps on
+/// the H100: one step a launch 192 ms, 4 steps 91, 8 steps 75, 12 steps 124;
+/// bench/results/2026-11-26-h100-time-tiles.txt).
+constexpr long long kAutoTimeTile = 8;
+
+/// Why `s` cannot run `steps` steps a launch over output tiles of `tile` points (outermost dim
+/// first), or "" where it can: it must iterate one swapped pair (out <- in); have one statement
+/// that writes `out` at its own point and reads `in` at constant offsets only, over at most 3
+/// dims; and the widened tile's two copies must fit 48 KB of shared memory.
+std::string timeTileRefusal(const Scop &s, const std::vector<long long> &tile, long long steps);
+
+/// Per dim, how far a step widens a time-tiled region (the reach below plus above); empty where
+/// `s` cannot be time-tiled (polyk-tune's space: `k0.time`).
+std::vector<long long> timeTileWidening(const Scop &s);
+
+/// The output tile of a time-tiled kernel where the sizes give none: 32 x 64 points in 2-d, x
+/// widened so the region's rows are a whole number of warps (32 x 88 for 4 steps of a 5-point
+/// stencil, a region of 40 x 96).
+std::vector<long long> defaultTimeTile(const Scop &s, unsigned rank, long long steps);
+
+} // namespace polyk
