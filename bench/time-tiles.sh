@@ -10,14 +10,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
 dir=${2:-build/tt}
-# name:steps-a-launch:tile:block (tile empty: the default of time tiling; block: 8,32 by default)
-variants="step:0: t2:2: t3:3: t4:4: t6:6: t8:8: t12:12: t4t:4:48,88 t4m:4:40,88:16,32 t8m:8:32,80:16,32 t6m:6:36,84:16,32 t3m:3:42,90:16,32"
+# name:steps-a-launch:tile:block (steps 0: one step a launch; auto: polyk-schedule's own choice;
+# tile empty: the default of time tiling; block: 8,32 by default)
+variants="step:0: auto:auto: t2:2: t4:4: t6:6: t8:8: t12:12: t16:16:16,64 t8m:8:32,80:16,32 t6m:6:36,84:16,32"
 if [ "$mode" = prepare ]; then
   rm -rf "$dir" && mkdir -p "$dir"
   for v in $variants; do
     IFS=: read -r name steps tile block <<< "$v"
-    opts=""
-    [ "$steps" != 0 ] && opts="--time-tile $steps"
+    opts="--time-tile=$steps"
     [ -n "$tile" ] && opts="$opts --sizes {kernel[0]->tile[$tile];kernel[0]->block[${block:-8,32}]}"
     # shellcheck disable=SC2086
     POLYK_BIN=${POLYK_BIN:-build/bin} SCHEDULE_OPTS="$opts" pipelines/compile.sh examples/stencil/hotspot_iter.yaml "$dir/$name.cu" --harness || exit 1
