@@ -114,11 +114,15 @@ std::string timeTileRefusal(const Scop &s, const std::vector<long long> &tile, l
   if (tile.size() != rank) return "the sizes give " + std::to_string(tile.size()) + " tile sizes for a statement of " + std::to_string(rank) + " dims";
   std::vector<long long> below, above;
   reach(s, rank, below, above);
-  long long points = 1;
-  for (unsigned d = 0; d < rank; ++d) points *= tile[d] + steps * (below[d] + above[d]);
-  long long bytes = 2 * points * (long long)dtypeBytes(s.tensor(in)->type);
+  long long points = 1, bytes = 0;
+  unsigned d = 0;
+  for (; d < rank && bytes <= 48 * 1024; ++d) {
+    points *= tile[d] + steps * (below[d] + above[d]);
+    bytes = 2 * points * (long long)dtypeBytes(s.tensor(in)->type); // (stops growing past 48 KB: no overflow)
+  }
   if (bytes > 48 * 1024)
-    return "the widened tile's two copies take " + std::to_string(bytes) + " bytes of shared memory (at most 49152): fewer steps or a smaller tile";
+    return "the widened tile's two copies take " + std::string(d < rank ? "more than " : "") + std::to_string(bytes) +
+           " bytes of shared memory (at most 49152): fewer steps or a smaller tile";
   return "";
 }
 
