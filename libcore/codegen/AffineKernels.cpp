@@ -570,6 +570,10 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
     return o + emitTimeTiled(s, *tt, Dialect::Cuda);
   }
+  if (std::optional<StreamPlan> sp = streamPlan(s)) {
+    if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
+    return o + emitStreamed(s, *sp, Dialect::Cuda);
+  }
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
@@ -645,6 +649,10 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
     if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
     return o + emitTimeTiled(s, *tt, Dialect::C);
+  }
+  if (std::optional<StreamPlan> sp = streamPlan(s)) {
+    if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
+    return o + emitStreamed(s, *sp, Dialect::C);
   }
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
   for (const auto &t : s.tensors) {

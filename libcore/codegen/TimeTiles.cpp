@@ -16,6 +16,7 @@
 #include "polyk/Sizes.h"
 
 #include <algorithm>
+#include <set>
 #include <isl/map.h>
 #include <isl/set.h>
 #include <isl/val.h>
@@ -43,12 +44,11 @@ std::optional<std::vector<long long>> shift(const std::string &access, unsigned 
   return c;
 }
 
-/// How far the statement reads `in` below and above its point, per dim (a refused program aside).
-void reach(const Scop &s, unsigned rank, std::vector<long long> &below, std::vector<long long> &above) {
+/// How far `st` reads `in` below and above its point, per dim (reads that are not shifts aside).
+void reachOf(const ScopStatement &st, const std::string &in, unsigned rank, std::vector<long long> &below, std::vector<long long> &above) {
   below.assign(rank, 0);
   above.assign(rank, 0);
-  const std::string &in = s.iterate.swaps.front().second;
-  for (const std::string &r : s.statements.front().reads)
+  for (const std::string &r : st.reads)
     if (auto c = shift(r, rank); c && isl::map(islCtx(), r).range_tuple_id().name() == in)
       for (unsigned d = 0; d < rank; ++d) {
         below[d] = std::max(below[d], -(*c)[d]);
@@ -56,7 +56,60 @@ void reach(const Scop &s, unsigned rank, std::vector<long long> &below, std::vec
       }
 }
 
+/// ... of an iterated program's swapped input.
+void reach(const Scop &s, unsigned rank, std::vector<long long> &below, std::vector<long long> &above) {
+  reachOf(s.statements.front(), s.iterate.swaps.front().second, rank, below, above);
+}
+
 } // namespace
+
+std::vector<long long> defaultStreamBlock(unsigned rank) { return rank == 3 ? std::vector<long long>{1, 8, 32} : std::vector<long long>{1, 256}; }
+
+std::string streamedTensor(const Scop &s) {
+  if (s.statements.size() != 1) return "";
+  const ScopStatement &st = s.statements.front();
+  unsigned rank = isl::map(islCtx(), st.write).domain_tuple_dim();
+  std::map<std::string, std::set<std::vector<long long>>> offsets;
+  for (const std::string &r : st.reads)
+    if (auto c = shift(r, rank)) offsets[isl::map(islCtx(), r).range_tuple_id().name()].insert(*c);
+  std::string best;
+  size_t most = 1;
+  for (const auto &[t, o] : offsets)
+    if (o.size() > most) best = t, most = o.size();
+  return best;
+}
+
+std::string streamRefusal(const Scop &s, const std::vector<long long> &block) {
+  if (s.statements.size() != 1) return "the program has " + std::to_string(s.statements.size()) + " statements; streaming takes one";
+  const ScopStatement &st = s.statements.front();
+  if (st.kind != StmtKind::Assign || !st.epilogue.empty() || st.form != Form::Affine) return "its statement is a reduction";
+  isl::map write(islCtx(), st.write);
+  unsigned rank = write.domain_tuple_dim();
+  std::string out = write.range_tuple_id().name();
+  if (rank < 2 || rank > 3) return "its statement has " + std::to_string(rank) + " dims; streaming takes 2 or 3";
+  auto w = shift(st.write, rank);
+  if (!w || *w != std::vector<long long>(rank, 0)) return "its statement does not write " + out + " at its own point";
+  std::string in = streamedTensor(s);
+  if (in.empty()) return "no tensor is read at two or more constant offsets from the point";
+  for (const std::string &r : st.reads) {
+    std::string t = isl::map(islCtx(), r).range_tuple_id().name();
+    if (t == out) return "its statement reads its output " + out;
+    if (t == in && !shift(r, rank)) return "it reads " + in + " at a subscript other than its point plus a constant";
+  }
+  if (block.size() != rank) return "the sizes give " + std::to_string(block.size()) + " block sizes for a statement of " + std::to_string(rank) + " dims";
+  if (block[0] != 1) return "a block streams its planes one after another: its size along the first dim must be 1";
+  std::vector<long long> below, above;
+  reachOf(st, in, rank, below, above);
+  long long bytes = (below[0] + above[0] + 2) * (long long)dtypeBytes(s.tensor(in)->type), threads = 1;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (below[d] > 8 || above[d] > 8) return "its reads of " + in + " reach more than 8 points along dim " + std::to_string(d);
+    if (d > 0) bytes *= std::min<long long>(block[d], 1 << 20) + below[d] + above[d], threads *= block[d];
+    if (bytes > 48 * 1024 || threads > 1024) break;
+  }
+  if (threads > 1024) return "its blocks would have more than 1024 threads";
+  if (bytes > 48 * 1024) return "the ring of planes takes more than 49152 bytes of shared memory: smaller blocks";
+  return "";
+}
 
 std::vector<long long> defaultTimeTile(const Scop &s, unsigned rank, long long steps) {
   std::vector<long long> tile = rank == 1 ? std::vector<long long>{2048} : rank == 2 ? std::vector<long long>{32, 64} : std::vector<long long>{8, 8, 32};
@@ -354,6 +407,156 @@ std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
     o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
     o += "  const polyk_idx polyk_blocks[3] = {" + grid[0] + ", " + grid[1] + ", " + grid[2] + "};\n";
     o += launches.begin + "  " + call + launches.end + "}\n";
+  }
+  return o;
+}
+
+std::optional<StreamPlan> streamPlan(const Scop &s) {
+  std::map<int, KernelSizes> sizes = parseSizes(s.sizes, &s.at.sizes);
+  auto it = sizes.find(0);
+  if (it == sizes.end() || it->second.stream <= 0) return std::nullopt;
+  StreamPlan p;
+  p.chunk = it->second.stream;
+  p.block = it->second.block;
+  if (std::string why = streamRefusal(s, p.block); !why.empty()) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "]: " + why);
+  if (it->second.time > 0) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] and time[..]: a kernel streams or time-tiles, not both");
+  p.statement = &s.statements.front();
+  p.in = streamedTensor(s);
+  p.out = isl::map(islCtx(), p.statement->write).range_tuple_id().name();
+  reachOf(*p.statement, p.in, (unsigned)p.block.size(), p.below, p.above);
+  return p;
+}
+
+std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
+  const bool cuda = d == Dialect::Cuda;
+  const ScopStatement &st = *p.statement;
+  const TensorDecl &inT = *s.tensor(p.in), &outT = *s.tensor(p.out);
+  const unsigned rank = (unsigned)p.block.size();
+  const std::string storage = cuda ? cudaStorageType(inT.type) : cStorageType(inT.type);
+  const std::string fn = (s.kernels.empty() ? s.name : s.kernels.front().name) + "_stream";
+  // The ring: planes i - below[0] .. i + above[0] and one more (the next plane's copy may then
+  // start before the slowest thread has read the oldest: one barrier a plane).
+  const long long slots = p.below[0] + p.above[0] + 2;
+  std::vector<long long> plane; // extents of a plane's copy, dims 1..
+  long long planePoints = 1, threads = 1;
+  for (unsigned r = 1; r < rank; ++r) {
+    plane.push_back(p.block[r] + p.below[r] + p.above[r]);
+    planePoints *= plane.back();
+    threads *= p.block[r];
+  }
+  const char *const *axes = kAxes[rank - 2]; // plane dims on the thread axes: 2-d x; 3-d y, x
+  isl::set dom(islCtx(), st.domain);
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < rank; ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    names.push_back(isl_id_get_name(id));
+    isl_id_free(id);
+  }
+  isl::set anon = isl::manage(isl_set_reset_tuple_id(dom.copy()));
+  std::string inDomain = domainGuard(dom, isl::set::universe(anon.get_space()).intersect_params(dom.params()));
+  if (inDomain.empty()) inDomain = "1";
+  std::string inTensor;
+  for (unsigned i = 0; i < rank; ++i) inTensor += std::string(i ? " && " : "") + "0 <= " + names[i] + " && " + names[i] + " < " + inT.shape[i].str();
+  std::string padding = "(" + storage + ")0";
+  if (inT.padding) {
+    bool isFloatLiteral = inT.padding->find_first_of(".eE") != std::string::npos;
+    padding = storeValue(d, inT.type, convert(Value{*inT.padding, isFloatLiteral ? DType::F32 : DType::I32, true}, computeType(inT.type)));
+  }
+  std::map<std::string, DType> types;
+  for (const auto &t : s.tensors) types[t.name] = t.type;
+  ExprPtr body = parseExpr(st.body);
+  if (body->kind == Expr::Kind::Call && parseDType(body->text) == outT.type) body = body->args[0];
+  Value v = printValue(body, d, [&](const Access &a, size_t k) {
+    const TensorDecl &t = *s.tensor(a.tensor);
+    if (a.tensor != p.in) return paddedLoad(t, a, loadElement(d, t.type, a.tensor + "[" + linearIndex(st.reads[k], t) + "]"), true);
+    std::vector<long long> c = *shift(st.reads[k], rank);
+    std::string at;
+    long long stride = 1;
+    for (unsigned r = rank; r-- > 1;) {
+      long long local = p.below[r] + c[r];
+      std::string term = "((int)threadIdx." + std::string(axes[r - 1]) + (local ? " + " + str(local) : "") + ")";
+      if (stride != 1) term += " * " + str(stride);
+      at = at.empty() ? term : term + " + " + at;
+      stride *= plane[r - 1];
+    }
+    return loadElement(d, inT.type, "polyk_ring[(unsigned)(polyk_c + " + str(p.below[0] + c[0]) + ") % " + str(slots) + "u][" + at + "]");
+  }, types);
+  std::string value = storeValue(d, outT.type, convert(v, computeType(outT.type)));
+
+  // A phase of all the block's threads (in C, one after another; in CUDA, the barrier is the caller's).
+  auto phase = [&](const std::string &code) {
+    if (cuda) return code;
+    return "  for (int polyk_t = 0; polyk_t < " + str(threads) + "; ++polyk_t) {\n  const struct { int x, y, z; } threadIdx = {polyk_t % " + str(p.block.back()) +
+           ", polyk_t / " + str(p.block.back()) + ", 0};\n" + code + "  }\n";
+  };
+  std::string tid = rank == 3 ? "(int)threadIdx.x + (int)threadIdx.y * " + str(p.block[2]) : "(int)threadIdx.x";
+  // A plane's copy: its points dealt to the threads.
+  // A plane's copy, its points dealt to the threads: fetched into registers (the next plane's,
+  // while this one is computed: its loads in flight across the barrier), then put in its slot.
+  const long long K = (planePoints + threads - 1) / threads;
+  const std::string f = cuda ? "polyk_f[polyk_k]" : "polyk_f[polyk_t][polyk_k]";
+  auto points = [&](const std::string &body) {
+    return std::string(cuda ? "    #pragma unroll\n" : "") + "    for (int polyk_k = 0; polyk_k < " + str(K) + "; ++polyk_k) {\n      const int polyk_q = " + tid +
+           " + " + str(threads) + " * polyk_k;\n      if (polyk_q >= " + str(planePoints) + ") break;\n" + body + "    }\n";
+  };
+  auto fetch = [&](const std::string &planeIndex) {
+    std::string body = "      const polyk_idx " + names[0] + " = " + planeIndex;
+    if (rank == 3)
+      body += ", " + names[1] + " = polyk_o1 + polyk_q / " + str(plane[1]) + ", " + names[2] + " = polyk_o2 + polyk_q % " + str(plane[1]) + ";\n";
+    else
+      body += ", " + names[1] + " = polyk_o1 + polyk_q;\n";
+    body += "      " + f + " = " + inTensor + " ? " + p.in + "[" + linearIndex(st.write, inT) + "] : " + padding + ";\n";
+    return phase("  {\n" + points(body) + "  }\n");
+  };
+  auto put = [&](const std::string &planeIndex) {
+    return phase("  {\n    " + storage + " *const polyk_dst = polyk_ring[(unsigned)(" + planeIndex + " + " + str(p.below[0]) + ") % " + str(slots) + "u];\n" +
+                 points("      polyk_dst[polyk_q] = " + f + ";\n") + "  }\n");
+  };
+  const std::string barrier = cuda ? "  __syncthreads();\n" : "";
+  std::string o = "/* Streamed (kernel[0] -> stream[" + str(p.chunk) + "]): a block walks " + str(p.chunk) + " planes along " + names[0] +
+                  ", one point of each a thread; the planes of " + p.in + " its reads reach (" + str(slots - 1) + ", and the next) stay in a ring in shared memory, each copied once. */\n";
+  const std::string gridOuter = rank == 3 ? "z" : "y";
+  if (cuda) {
+    o += "__global__ void __launch_bounds__(" + str(threads) + ") " + fn + "(" + affineKernelParams(s, true) + ") {\n";
+    o += "  __shared__ " + storage + " polyk_ring[" + str(slots) + "][" + str(planePoints) + "];\n  " + storage + " polyk_f[" + str(K) + "];\n  {\n";
+  } else {
+    o += "static void " + fn + "(" + affineKernelParams(s, false) + ", const polyk_idx polyk_blocks[3]) {\n";
+    o += "  static " + storage + " polyk_ring[" + str(slots) + "][" + str(planePoints) + "], polyk_f[" + str(threads) + "][" + str(K) + "];\n";
+    o += "  for (polyk_idx bz = 0; bz < polyk_blocks[2]; ++bz)\n  for (polyk_idx by = 0; by < polyk_blocks[1]; ++by)\n";
+    o += "  for (polyk_idx bx = 0; bx < polyk_blocks[0]; ++bx) {\n  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz};\n";
+  }
+  o += "  const polyk_idx polyk_i0 = (polyk_idx)blockIdx." + gridOuter + " * " + str(p.chunk) + ";\n";
+  for (unsigned r = 1; r < rank; ++r)
+    o += "  const polyk_idx polyk_o" + str(r) + " = (polyk_idx)blockIdx." + axes[r - 1] + " * " + str(p.block[r]) + " - " + str(p.below[r]) + ";\n";
+  o += "  /* The planes before the first's reach ends, and the first's last fetched. */\n";
+  o += "  for (int polyk_p = -" + str(p.below[0]) + "; polyk_p < " + str(p.above[0]) + "; ++polyk_p) {\n" + fetch("polyk_i0 + polyk_p") + put("polyk_p") +
+       "  }\n";
+  o += fetch("polyk_i0 + " + str(p.above[0]));
+  o += "  for (int polyk_c = 0; polyk_c < " + str(p.chunk) + "; ++polyk_c) {\n";
+  o += "  if (polyk_i0 + polyk_c >= " + outT.shape[0].str() + ") break; /* (the block's planes: all its threads alike) */\n";
+  o += put("polyk_c + " + str(p.above[0]));
+  o += "  if (polyk_c + 1 < " + str(p.chunk) + ")\n" + fetch("polyk_i0 + polyk_c + " + str(p.above[0] + 1)) + barrier;
+  std::string compute = "  {\n    const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
+  for (unsigned r = 1; r < rank; ++r) compute += ", " + names[r] + " = polyk_o" + str(r) + " + " + str(p.below[r]) + " + (int)threadIdx." + axes[r - 1];
+  compute += ";\n    if (" + inDomain + ") " + p.out + "[" + linearIndex(st.write, outT) + "] = " + value + ";\n  }\n";
+  o += phase(compute) + "  }\n  }\n}\n\n";
+
+  std::string grid[3] = {"1", "1", "1"};
+  grid[gridOuter[0] - 'x'] = "(" + outT.shape[0].str() + " + " + str(p.chunk - 1) + ") / " + str(p.chunk);
+  for (unsigned r = 1; r < rank; ++r) grid[axes[r - 1][0] - 'x'] = "(" + outT.shape[r].str() + " + " + str(p.block[r] - 1) + ") / " + str(p.block[r]);
+  IterateCode steps = iterateCode(s, cuda);
+  std::string dims = rank == 3 ? str(p.block[2]) + ", " + str(p.block[1]) + ", 1" : str(p.block[1]) + ", 1, 1";
+  std::string call = fn + (cuda ? "<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] + ")), dim3(" + dims + "), 0, stream>>>(" : "(") +
+                     affineKernelArgs(s) + (cuda ? ");\n" : ", polyk_blocks);\n");
+  if (cuda) {
+    std::string sig = hostSignature(s, "polyk_" + s.name, true);
+    o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
+    o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n  cudaError_t err = cudaSuccess;\n";
+    o += steps.begin + "  " + call + "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n" + steps.end + "  return cudaSuccess;\n}\n";
+  } else {
+    o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
+    o += "  const polyk_idx polyk_blocks[3] = {" + grid[0] + ", " + grid[1] + ", " + grid[2] + "};\n";
+    o += steps.begin + "  " + call + steps.end + "}\n";
   }
   return o;
 }

@@ -31,4 +31,17 @@ std::optional<TimeTilePlan> timeTilePlan(const Scop &s);
 /// between phases has it).
 std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d);
 
+/// A stencil streamed along its outermost dim (polyk/TimeTiles.h, streamRefusal).
+struct StreamPlan {
+  std::string in, out;
+  const ScopStatement *statement = nullptr;
+  long long chunk = 0;             // planes a block walks
+  std::vector<long long> block;    // threads per dim, outermost first (the first 1)
+  std::vector<long long> below, above;
+};
+/// The plan where the sizes ask for streaming (`kernel[0] -> stream[C]`), else none; an
+/// InputError at the sizes where the program cannot take it.
+std::optional<StreamPlan> streamPlan(const Scop &s);
+std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d);
+
 } // namespace polyk::codegen

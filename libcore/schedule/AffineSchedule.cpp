@@ -408,13 +408,18 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
   // Time tiling by itself (--time-tile auto): an iterated stencil whose sizes give kernel[0] no
   // tile, where the default tile over kAutoTimeTile steps fits (else one step a launch).
-  if (options.timeTile < 0 && scop.iterate.active() && scop.statements.size() == 1 && (!requested.count(0) || requested[0].tile.empty()) &&
-      (!requested.count(0) || requested[0].time == 0)) {
+  if (options.timeTile < 0 && options.stream <= 0 && scop.iterate.active() && scop.statements.size() == 1 &&
+      (!requested.count(0) || (requested[0].tile.empty() && requested[0].time == 0 && requested[0].stream == 0))) {
     unsigned rank = isl::set(ctx, scop.statements.front().domain).tuple_dim();
     if (timeTileRefusal(scop, defaultTimeTile(scop, rank, kAutoTimeTile), kAutoTimeTile).empty()) {
       if (!requested.count(0)) requested[0].vector = requested[0].vectorY = 0; // (as parseSizes leaves what is not given)
       requested[0].time = kAutoTimeTile;
     }
+  }
+  if (options.stream > 0) {
+    if (requested.count(0) && requested[0].stream > 0) throw UsageError("--stream: the sizes give kernel[0] -> stream[..] already");
+    if (!requested.count(0)) requested[0].vector = requested[0].vectorY = 0; // (as parseSizes leaves what is not given)
+    requested[0].stream = options.stream;
   }
   if (options.timeTile > 0) {
     if (requested.count(0) && requested[0].time > 0) throw UsageError("--time-tile: the sizes give kernel[0] -> time[..] already");
@@ -535,8 +540,18 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         if (std::string why = timeTileRefusal(scop, tile, sz.time); !why.empty())
           throw UsageError("kernel[" + std::to_string(k) + "] -> time[" + std::to_string(sz.time) + "]: " + why);
       }
-      if (!it->second.tile.empty()) sz.tile = it->second.tile;
-      if (!it->second.block.empty()) sz.block = it->second.block;
+      if (it->second.stream > 0) {
+        // Streaming: one point of each plane a thread (tile = block), the planes walked in order.
+        sz.stream = it->second.stream;
+        sz.block = it->second.block.empty() ? defaultStreamBlock((unsigned)par) : it->second.block;
+        if (std::string why = streamRefusal(scop, sz.block); !why.empty())
+          throw UsageError("kernel[" + std::to_string(k) + "] -> stream[" + std::to_string(sz.stream) + "]: " + why);
+        if (sz.time > 0) throw UsageError("kernel[" + std::to_string(k) + "]: stream and time: a kernel streams or time-tiles, not both");
+        sz.tile = sz.block;
+      } else {
+        if (!it->second.tile.empty()) sz.tile = it->second.tile;
+        if (!it->second.block.empty()) sz.block = it->second.block;
+      }
     }
     if (fuseAll && sz.tile != sz.block)
       throw UsageError("--fusion=all: one instance a thread (a thread's rows of the temporaries are its registers); give tile = block");

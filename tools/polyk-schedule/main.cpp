@@ -35,6 +35,10 @@ int main(int argc, char **argv) {
                         "where the program takes it and the sizes give no tile; 0: one step a launch")
              ->check(CLI::IsMember({"auto"}) | CLI::Range(0, 64))
              ->capture_default_str();
+         app.add_option("--stream", opts.stream,
+                        "a 2-d or 3-d stencil of one statement: each block walks this many planes along the outermost dim, one "
+                        "point of each a thread, the planes its reads reach kept in shared memory (the sizes' kernel[0] -> stream[C])")
+             ->check(CLI::Range(1, 4096));
          app.add_option("--fusion-candidates", candidates,
                         "a map (Fousek et al.): also write the DAG of its functions, their threads per instance and the "
                         "fusible candidates (connected, convex, at most --fusion-max functions) to this file (fusion/1)");

@@ -26,6 +26,9 @@ struct ScheduleOptions {
   /// (polyk/TimeTiles.h): the sizes' `kernel[0] -> time[T]`. -1 (auto): kAutoTimeTile steps where
   /// the program takes them and the sizes give kernel[0] no tile; 0: none unless the sizes say so.
   long long timeTile = -1;
+  /// Planes a block of a 2-d or 3-d stencil walks along its outermost dim (polyk/TimeTiles.h,
+  /// streamRefusal): the sizes' `kernel[0] -> stream[C]`. 0: as the sizes say (none).
+  long long stream = 0;
 };
 
 /// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.

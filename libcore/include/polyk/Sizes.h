@@ -30,6 +30,10 @@ struct KernelSizes {
   /// computing its tile widened by T times the stencil's reach in shared memory
   /// (codegen/TimeTiles.cpp). 0: one step a launch.
   long long time = 0;
+  /// A stencil streamed along its outermost dim (`kernel[0] -> stream[C]`): each block walks C
+  /// planes of it, keeping the planes its reads reach in a ring in shared memory, each element
+  /// read once (codegen/TimeTiles.cpp). 0: none.
+  long long stream = 0;
 };
 
 /// The largest kernel number, tile size and vector width a sizes map may give.
@@ -37,6 +41,7 @@ constexpr long long kMaxKernels = 4096;
 constexpr long long kMaxTile = (1LL << 31) - 1;
 constexpr long long kMaxVector = 16;
 constexpr long long kMaxTimeTile = 64;
+constexpr long long kMaxStream = 4096;
 
 /// Parses a sizes map. Where it is not one: an InputError at `*where` (a file's `sizes:` value),
 /// or with `where` null a UsageError (the `--sizes` option).
