@@ -79,7 +79,7 @@ std::string streamedTensor(const Scop &s) {
   return best;
 }
 
-std::string streamRefusal(const Scop &s, const std::vector<long long> &block) {
+std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile) {
   if (s.statements.size() != 1) return "the program has " + std::to_string(s.statements.size()) + " statements; streaming takes one";
   const ScopStatement &st = s.statements.front();
   if (st.kind != StmtKind::Assign || !st.epilogue.empty() || st.form != Form::Affine) return "its statement is a reduction";
@@ -98,12 +98,19 @@ std::string streamRefusal(const Scop &s, const std::vector<long long> &block) {
   }
   if (block.size() != rank) return "the sizes give " + std::to_string(block.size()) + " block sizes for a statement of " + std::to_string(rank) + " dims";
   if (block[0] != 1) return "a block streams its planes one after another: its size along the first dim must be 1";
+  if (tile.size() != rank || tile[0] != 1) return "a block's tile is one plane deep: tile sizes [1, ...] of a statement of " + std::to_string(rank) + " dims";
+  long long points = 1;
+  for (unsigned d = 1; d < rank; ++d) {
+    if (tile[d] % block[d] != 0) return "a block's tile along dim " + std::to_string(d) + " must be a multiple of its threads there";
+    points *= tile[d] / block[d];
+  }
+  if (points > 16) return "a thread would own " + std::to_string(points) + " points of a plane (at most 16)";
   std::vector<long long> below, above;
   reachOf(st, in, rank, below, above);
   long long bytes = (below[0] + above[0] + 2) * (long long)dtypeBytes(s.tensor(in)->type), threads = 1;
   for (unsigned d = 0; d < rank; ++d) {
     if (below[d] > 8 || above[d] > 8) return "its reads of " + in + " reach more than 8 points along dim " + std::to_string(d);
-    if (d > 0) bytes *= std::min<long long>(block[d], 1 << 20) + below[d] + above[d], threads *= block[d];
+    if (d > 0) bytes *= std::min<long long>(tile[d], 1 << 20) + below[d] + above[d], threads *= block[d];
     if (bytes > 48 * 1024 || threads > 1024) break;
   }
   if (threads > 1024) return "its blocks would have more than 1024 threads";
@@ -418,7 +425,8 @@ std::optional<StreamPlan> streamPlan(const Scop &s) {
   StreamPlan p;
   p.chunk = it->second.stream;
   p.block = it->second.block;
-  if (std::string why = streamRefusal(s, p.block); !why.empty()) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "]: " + why);
+  p.tile = it->second.tile.empty() ? p.block : it->second.tile;
+  if (std::string why = streamRefusal(s, p.block, p.tile); !why.empty()) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "]: " + why);
   if (it->second.time > 0) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] and time[..]: a kernel streams or time-tiles, not both");
   p.statement = &s.statements.front();
   p.in = streamedTensor(s);
@@ -440,7 +448,7 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   std::vector<long long> plane; // extents of a plane's copy, dims 1..
   long long planePoints = 1, threads = 1;
   for (unsigned r = 1; r < rank; ++r) {
-    plane.push_back(p.block[r] + p.below[r] + p.above[r]);
+    plane.push_back(p.tile[r] + p.below[r] + p.above[r]);
     planePoints *= plane.back();
     threads *= p.block[r];
   }
@@ -474,7 +482,7 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
     long long stride = 1;
     for (unsigned r = rank; r-- > 1;) {
       long long local = p.below[r] + c[r];
-      std::string term = "((int)threadIdx." + std::string(axes[r - 1]) + (local ? " + " + str(local) : "") + ")";
+      std::string term = "(polyk_l" + str(r) + (local ? " + " + str(local) : "") + ")";
       if (stride != 1) term += " * " + str(stride);
       at = at.empty() ? term : term + " + " + at;
       stride *= plane[r - 1];
@@ -514,7 +522,7 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   };
   const std::string barrier = cuda ? "  __syncthreads();\n" : "";
   std::string o = "/* Streamed (kernel[0] -> stream[" + str(p.chunk) + "]): a block walks " + str(p.chunk) + " planes along " + names[0] +
-                  ", one point of each a thread; the planes of " + p.in + " its reads reach (" + str(slots - 1) + ", and the next) stay in a ring in shared memory, each copied once. */\n";
+                  ", a tile of each plane a block; the planes of " + p.in + " its reads reach (" + str(slots - 1) + ", and the next) stay in a ring in shared memory, each copied once. */\n";
   const std::string gridOuter = rank == 3 ? "z" : "y";
   if (cuda) {
     o += "__global__ void __launch_bounds__(" + str(threads) + ") " + fn + "(" + affineKernelParams(s, true) + ") {\n";
@@ -527,7 +535,7 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   }
   o += "  const polyk_idx polyk_i0 = (polyk_idx)blockIdx." + gridOuter + " * " + str(p.chunk) + ";\n";
   for (unsigned r = 1; r < rank; ++r)
-    o += "  const polyk_idx polyk_o" + str(r) + " = (polyk_idx)blockIdx." + axes[r - 1] + " * " + str(p.block[r]) + " - " + str(p.below[r]) + ";\n";
+    o += "  const polyk_idx polyk_o" + str(r) + " = (polyk_idx)blockIdx." + axes[r - 1] + " * " + str(p.tile[r]) + " - " + str(p.below[r]) + ";\n";
   o += "  /* The planes before the first's reach ends, and the first's last fetched. */\n";
   o += "  for (int polyk_p = -" + str(p.below[0]) + "; polyk_p < " + str(p.above[0]) + "; ++polyk_p) {\n" + fetch("polyk_i0 + polyk_p") + put("polyk_p") +
        "  }\n";
@@ -536,14 +544,26 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   o += "  if (polyk_i0 + polyk_c >= " + outT.shape[0].str() + ") break; /* (the block's planes: all its threads alike) */\n";
   o += put("polyk_c + " + str(p.above[0]));
   o += "  if (polyk_c + 1 < " + str(p.chunk) + ")\n" + fetch("polyk_i0 + polyk_c + " + str(p.above[0] + 1)) + barrier;
-  std::string compute = "  {\n    const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
-  for (unsigned r = 1; r < rank; ++r) compute += ", " + names[r] + " = polyk_o" + str(r) + " + " + str(p.below[r]) + " + (int)threadIdx." + axes[r - 1];
+  // A thread's points of the plane: (thread + block * a) along each dim, a < tile / block.
+  long long M = 1;
+  std::vector<long long> per(rank, 1);
+  for (unsigned r = 1; r < rank; ++r) M *= (per[r] = p.tile[r] / p.block[r]);
+  std::string compute = std::string(cuda ? "  #pragma unroll\n" : "") + "  for (int polyk_m = 0; polyk_m < " + str(M) + "; ++polyk_m) {\n";
+  long long after = M;
+  for (unsigned r = 1; r < rank; ++r) {
+    after /= per[r];
+    std::string a = after == 1 ? "polyk_m" : "(polyk_m / " + str(after) + ")";
+    if (r > 1) a = "(" + a + " % " + str(per[r]) + ")";
+    compute += "    const int polyk_l" + str(r) + " = (int)threadIdx." + axes[r - 1] + (per[r] == 1 ? "" : " + " + str(p.block[r]) + " * " + a) + ";\n";
+  }
+  compute += "    const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
+  for (unsigned r = 1; r < rank; ++r) compute += ", " + names[r] + " = polyk_o" + str(r) + " + " + str(p.below[r]) + " + polyk_l" + str(r);
   compute += ";\n    if (" + inDomain + ") " + p.out + "[" + linearIndex(st.write, outT) + "] = " + value + ";\n  }\n";
   o += phase(compute) + "  }\n  }\n}\n\n";
 
   std::string grid[3] = {"1", "1", "1"};
   grid[gridOuter[0] - 'x'] = "(" + outT.shape[0].str() + " + " + str(p.chunk - 1) + ") / " + str(p.chunk);
-  for (unsigned r = 1; r < rank; ++r) grid[axes[r - 1][0] - 'x'] = "(" + outT.shape[r].str() + " + " + str(p.block[r] - 1) + ") / " + str(p.block[r]);
+  for (unsigned r = 1; r < rank; ++r) grid[axes[r - 1][0] - 'x'] = "(" + outT.shape[r].str() + " + " + str(p.tile[r] - 1) + ") / " + str(p.tile[r]);
   IterateCode steps = iterateCode(s, cuda);
   std::string dims = rank == 3 ? str(p.block[2]) + ", " + str(p.block[1]) + ", 1" : str(p.block[1]) + ", 1, 1";
   std::string call = fn + (cuda ? "<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] + ")), dim3(" + dims + "), 0, stream>>>(" : "(") +

@@ -37,6 +37,7 @@ struct StreamPlan {
   const ScopStatement *statement = nullptr;
   long long chunk = 0;             // planes a block walks
   std::vector<long long> block;    // threads per dim, outermost first (the first 1)
+  std::vector<long long> tile;     // a block's points of a plane per dim (the first 1): multiples of block
   std::vector<long long> below, above;
 };
 /// The plan where the sizes ask for streaming (`kernel[0] -> stream[C]`), else none; an

@@ -544,10 +544,10 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         // Streaming: one point of each plane a thread (tile = block), the planes walked in order.
         sz.stream = it->second.stream;
         sz.block = it->second.block.empty() ? defaultStreamBlock((unsigned)par) : it->second.block;
-        if (std::string why = streamRefusal(scop, sz.block); !why.empty())
+        sz.tile = it->second.tile.empty() ? sz.block : it->second.tile;
+        if (std::string why = streamRefusal(scop, sz.block, sz.tile); !why.empty())
           throw UsageError("kernel[" + std::to_string(k) + "] -> stream[" + std::to_string(sz.stream) + "]: " + why);
         if (sz.time > 0) throw UsageError("kernel[" + std::to_string(k) + "]: stream and time: a kernel streams or time-tiles, not both");
-        sz.tile = sz.block;
       } else {
         if (!it->second.tile.empty()) sz.tile = it->second.tile;
         if (!it->second.block.empty()) sz.block = it->second.block;

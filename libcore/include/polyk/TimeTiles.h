@@ -33,13 +33,13 @@ std::vector<long long> timeTileWidening(const Scop &s);
 std::vector<long long> defaultTimeTile(const Scop &s, unsigned rank, long long steps);
 
 /// Streaming a stencil along its outermost dim (`kernel[0] -> stream[C]`, 2-d and 3-d): a block
-/// owns one point of each plane across the inner dims (its threads: `block`, outermost first,
-/// the first 1) and walks C planes, each plane of the read tensor copied once into a ring of
+/// owns a tile of each plane across the inner dims (`tile`, a multiple of its threads `block`,
+/// outermost first, both 1 along the first dim) and walks C planes, each plane of the read tensor copied once into a ring of
 /// shared-memory planes as deep as the reads reach along the outer dim, plus one (2.5-d blocking:
 /// Micikevicius, GPGPU 2009). Why `s` cannot take it, or "": one statement writing its output at
 /// its own point; one tensor read at constant offsets (the most of them), none past 8 a dim; the
 /// ring within 48 KB.
-std::string streamRefusal(const Scop &s, const std::vector<long long> &block);
+std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile);
 /// The threads of a streamed kernel where the sizes give none: 1 x 8 x 32 (3-d), 1 x 256 (2-d).
 std::vector<long long> defaultStreamBlock(unsigned rank);
 /// The streamed tensor: the one read at the most distinct offsets (empty where none is).
