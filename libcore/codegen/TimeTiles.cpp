@@ -65,6 +65,17 @@ void reach(const Scop &s, unsigned rank, std::vector<long long> &below, std::vec
 
 std::vector<long long> defaultStreamBlock(unsigned rank) { return rank == 3 ? std::vector<long long>{1, 8, 32} : std::vector<long long>{1, 256}; }
 
+std::vector<long long> streamWidening(const Scop &s) {
+  if (s.statements.size() != 1) return {};
+  unsigned rank = isl::map(islCtx(), s.statements.front().write).domain_tuple_dim();
+  std::vector<long long> block = defaultStreamBlock(rank);
+  if (rank < 2 || rank > 3 || !streamRefusal(s, block, block).empty()) return {};
+  std::vector<long long> below, above;
+  reachOf(s.statements.front(), streamedTensor(s), rank, below, above);
+  for (unsigned d = 0; d < rank; ++d) below[d] += above[d];
+  return below;
+}
+
 std::string streamedTensor(const Scop &s) {
   if (s.statements.size() != 1) return "";
   const ScopStatement &st = s.statements.front();

@@ -280,6 +280,27 @@ Space deriveSpace(const Scop &flat) {
         for (size_t m = 0; m < n; ++m)
           sp.constraints.push_back(untiled + K + "block." + std::to_string(m) + " <= " + K + "tile." + std::to_string(m));
       }
+      // Streaming (polyk/TimeTiles.h, streamRefusal): planes a block walks, 0 for none. A streamed
+      // block is one plane deep, its tile a multiple of its threads (at most 16 points a thread), its
+      // ring of planes within 48 KiB; a kernel streams or time-tiles, not both.
+      std::vector<long long> reach = k == 0 ? streamWidening(flat) : std::vector<long long>{};
+      if (reach.size() == n) {
+        std::vector<long long> planes{0, 16, 32, 64, 128};
+        if (std::find(planes.begin(), planes.end(), sz.stream) == planes.end()) planes.push_back(sz.stream);
+        std::sort(planes.begin(), planes.end());
+        param(K + "stream", planes, sz.stream);
+        std::string unstreamed = K + "stream == 0 || ";
+        sp.constraints.push_back(unstreamed + K + "tile.0 == 1 && " + K + "block.0 == 1");
+        std::vector<std::string> plane, perThread;
+        for (size_t m = 1; m < n; ++m) {
+          plane.push_back("(" + K + "tile." + std::to_string(m) + " + " + std::to_string(reach[m]) + ")");
+          perThread.push_back("(" + K + "tile." + std::to_string(m) + " / " + K + "block." + std::to_string(m) + ")");
+        }
+        int bytes = dtypeBytes(flat.tensor(streamedTensor(flat))->type);
+        sp.constraints.push_back(unstreamed + std::to_string((reach[0] + 2) * bytes) + " * " + product(plane) + " <= 49152");
+        sp.constraints.push_back(unstreamed + product(perThread) + " <= 16");
+        if (!untiled.empty()) sp.constraints.push_back(untiled + K + "stream == 0");
+      }
       std::string tiled = untiled.empty() ? "" : K + "time > 0 || ";
       for (size_t m = 0; m < n; ++m) {
         std::string t = K + "tile." + std::to_string(m), b = K + "block." + std::to_string(m);
@@ -581,7 +602,7 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
 }
 
 std::string sizesOf(const Space &s, const std::vector<long long> &values) {
-  // kernel -> entry kind (tile, block, reduce, vector, time) -> member -> value
+  // kernel -> entry kind (tile, block, reduce, vector, time, stream) -> member -> value
   std::map<int, std::map<std::string, std::map<int, long long>>> k;
   for (size_t i = 0; i < s.params.size(); ++i) {
     // k<K>.<kind>[.<m>], K and m at most 4 digits; other names are the user's own.
@@ -596,14 +617,16 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values) {
     size_t dot2 = rest.find('.');
     std::string kind = rest.substr(0, dot2);
     int member = dot2 == std::string::npos ? 0 : number(rest.substr(dot2 + 1));
-    if (kernel < 0 || member < 0 || (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time")) continue;
-    if (kind == "time" && values[i] == 0) continue; // (one step a launch: no entry)
+    if (kernel < 0 || member < 0 ||
+        (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time" && kind != "stream"))
+      continue;
+    if ((kind == "time" || kind == "stream") && values[i] == 0) continue; // (one step a launch, no streaming: no entry)
     k[kernel][kind][member] = values[i];
   }
   std::string o = "{ ";
   bool first = true;
   for (const auto &[kernel, kinds] : k)
-    for (const char *kind : {"tile", "block", "reduce", "vector", "time"}) {
+    for (const char *kind : {"tile", "block", "reduce", "vector", "time", "stream"}) {
       auto it = kinds.find(kind);
       if (it == kinds.end()) continue;
       o += std::string(first ? "" : "; ") + "kernel[" + std::to_string(kernel) + "] -> " + kind + "[";

@@ -42,6 +42,9 @@ std::vector<long long> defaultTimeTile(const Scop &s, unsigned rank, long long s
 std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile);
 /// The threads of a streamed kernel where the sizes give none: 1 x 8 x 32 (3-d), 1 x 256 (2-d).
 std::vector<long long> defaultStreamBlock(unsigned rank);
+/// Per dim, how far the streamed tensor's reads reach (below plus above); empty where `s` cannot
+/// be streamed (polyk-tune's space: `k0.stream`).
+std::vector<long long> streamWidening(const Scop &s);
 /// The streamed tensor: the one read at the most distinct offsets (empty where none is).
 std::string streamedTensor(const Scop &s);
 
