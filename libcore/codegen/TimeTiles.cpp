@@ -237,6 +237,63 @@ const char *const kAxes[3][3] = {{"x"}, {"y", "x"}, {"z", "y", "x"}};
 
 std::string str(long long v) { return std::to_string(v); }
 
+/// What both stencil kernels print of their statement: its iterators' names, the C conditions
+/// that a point is in its domain and inside `in`, the value of a read outside `in`.
+struct StencilText {
+  std::vector<std::string> names;
+  std::string inDomain, inTensor, padding;
+  std::map<std::string, DType> types;
+  ExprPtr body; // the right-hand side, less a cast to the output's own type (the store rounds)
+};
+
+StencilText stencilText(const Scop &s, const ScopStatement &st, const TensorDecl &inT, const TensorDecl &outT, const std::string &storage,
+                        Dialect d) {
+  StencilText t;
+  isl::set dom(islCtx(), st.domain);
+  unsigned rank = dom.tuple_dim();
+  for (unsigned i = 0; i < rank; ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    t.names.push_back(isl_id_get_name(id));
+    isl_id_free(id);
+  }
+  isl::set anon = isl::manage(isl_set_reset_tuple_id(dom.copy()));
+  t.inDomain = domainGuard(dom, isl::set::universe(anon.get_space()).intersect_params(dom.params()));
+  if (t.inDomain.empty()) t.inDomain = "1";
+  for (unsigned i = 0; i < rank; ++i)
+    t.inTensor += std::string(i ? " && " : "") + "0 <= " + t.names[i] + " && " + t.names[i] + " < " + inT.shape[i].str();
+  t.padding = "(" + storage + ")0";
+  if (inT.padding) {
+    bool isFloatLiteral = inT.padding->find_first_of(".eE") != std::string::npos;
+    t.padding = storeValue(d, inT.type, convert(Value{*inT.padding, isFloatLiteral ? DType::F32 : DType::I32, true}, computeType(inT.type)));
+  }
+  for (const auto &u : s.tensors) t.types[u.name] = u.type;
+  t.body = parseExpr(st.body);
+  if (t.body->kind == Expr::Kind::Call && parseDType(t.body->text) == outT.type) t.body = t.body->args[0];
+  return t;
+}
+
+/// The launcher polyk_NAME (CUDA) or polyk_NAME_mapped (C): `call` (the kernel's name and launch
+/// configuration in CUDA, its name in C; the arguments follow, then `extra`) inside `steps`.
+std::string launcher(const Scop &s, bool cuda, const std::string grid[3], const std::string &call, const std::string &extra,
+                     const IterateCode &steps) {
+  std::string o, launch = call + affineKernelArgs(s) + extra + (cuda ? ");\n" : ", polyk_blocks);\n");
+  if (cuda) {
+    std::string sig = hostSignature(s, "polyk_" + s.name, true);
+    o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
+    o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n  cudaError_t err = cudaSuccess;\n";
+    o += steps.begin + "  " + launch + "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n" + steps.end + "  return cudaSuccess;\n}\n";
+  } else {
+    o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
+    o += "  const polyk_idx polyk_blocks[3] = {" + grid[0] + ", " + grid[1] + ", " + grid[2] + "};\n";
+    o += steps.begin + "  " + launch + steps.end + "}\n";
+  }
+  return o;
+}
+
+std::string cudaLaunch(const std::string &fn, const std::string grid[3], const std::string &block) {
+  return fn + "<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] + ")), dim3(" + block + "), 0, stream>>>(";
+}
+
 } // namespace
 
 std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
@@ -260,18 +317,9 @@ std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
     regionStride[r - 1] = regionStride[r] * p.region[r];
     pointStride[r - 1] = pointStride[r] * per[r];
   }
-  isl::set dom(islCtx(), st.domain);
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < rank; ++i) {
-    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
-    names.push_back(isl_id_get_name(id));
-    isl_id_free(id);
-  }
-  isl::set anon = isl::manage(isl_set_reset_tuple_id(dom.copy()));
-  std::string inDomain = domainGuard(dom, isl::set::universe(anon.get_space()).intersect_params(dom.params()));
-  if (inDomain.empty()) inDomain = "1";
-  std::string inTensor;
-  for (unsigned i = 0; i < rank; ++i) inTensor += std::string(i ? " && " : "") + "0 <= " + names[i] + " && " + names[i] + " < " + inT.shape[i].str();
+  StencilText text = stencilText(s, st, inT, outT, storage, d);
+  const std::vector<std::string> &names = text.names;
+  const std::string &inDomain = text.inDomain, &inTensor = text.inTensor, &padding = text.padding;
 
   // A thread's registers: in C, one row per thread (the phases run thread after thread).
   auto reg = [&](const std::string &name) { return cuda ? name + "[polyk_k]" : name + "[polyk_t][polyk_k]"; };
@@ -280,8 +328,6 @@ std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
   const std::string live = std::string(cuda ? "polyk_live" : "polyk_live[polyk_t]") + "[polyk_k / 4]";
   const std::string liveOf = "((" + live + " >> (8 * (polyk_k % 4))) & 255u)";
   // Other tensors read at the point itself: loaded once a launch into registers.
-  std::map<std::string, DType> types;
-  for (const auto &t : s.tensors) types[t.name] = t.type;
   std::set<std::string> atPoint;
   for (const std::string &r : st.reads) {
     std::string t = isl::map(islCtx(), r).range_tuple_id().name();
@@ -293,9 +339,7 @@ std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
     auto c = shift(r, rank);
     if (atPoint.count(t) && !(c && *c == std::vector<long long>(rank, 0))) atPoint.erase(t);
   }
-  ExprPtr body = parseExpr(st.body);
-  if (body->kind == Expr::Kind::Call && parseDType(body->text) == outT.type) body = body->args[0];
-  Value v = printValue(body, d, [&](const Access &a, size_t k) {
+  Value v = printValue(text.body, d, [&](const Access &a, size_t k) {
     if (a.tensor == p.in) {
       std::vector<long long> c = *shift(st.reads[k], rank);
       long long off = 0;
@@ -306,13 +350,8 @@ std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
     const TensorDecl &t = *s.tensor(a.tensor);
     if (atPoint.count(a.tensor)) return loadElement(d, t.type, reg("polyk_" + a.tensor));
     return paddedLoad(t, a, loadElement(d, t.type, a.tensor + "[" + linearIndex(st.reads[k], t) + "]"), true);
-  }, types);
+  }, text.types);
   std::string value = storeValue(d, outT.type, convert(v, computeType(outT.type)));
-  std::string padding = "(" + storage + ")0";
-  if (inT.padding) {
-    bool isFloatLiteral = inT.padding->find_first_of(".eE") != std::string::npos;
-    padding = storeValue(d, inT.type, convert(Value{*inT.padding, isFloatLiteral ? DType::F32 : DType::I32, true}, computeType(inT.type)));
-  }
 
   // The loop over a thread's points (unrolled: their registers are an array of constant indices)
   // with its local coordinates polyk_l<r>, its place polyk_q in the region and `in`: inside it.
@@ -411,21 +450,8 @@ std::string emitTimeTiled(const Scop &s, const TimeTilePlan &p, Dialect d) {
   std::string grid[3] = {"1", "1", "1"};
   for (unsigned i = 0; i < rank; ++i)
     grid[kAxes[rank - 1][i][0] - 'x'] = "(" + outT.shape[i].str() + " + " + str(p.tile[i] - 1) + ") / " + str(p.tile[i]);
-  IterateCode launches = iterateCode(s, cuda, p.steps);
-  std::string call = fn + (cuda ? "<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] + ")), dim3(" + str(block[0]) + ", " +
-                                       str(block[1]) + ", " + str(block[2]) + "), 0, stream>>>("
-                                 : "(") +
-                     affineKernelArgs(s) + ", polyk_steps_now" + (cuda ? ");\n" : ", polyk_blocks);\n");
-  if (cuda) {
-    std::string sig = hostSignature(s, "polyk_" + s.name, true);
-    o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
-    o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n  cudaError_t err = cudaSuccess;\n";
-    o += launches.begin + "  " + call + "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n" + launches.end + "  return cudaSuccess;\n}\n";
-  } else {
-    o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
-    o += "  const polyk_idx polyk_blocks[3] = {" + grid[0] + ", " + grid[1] + ", " + grid[2] + "};\n";
-    o += launches.begin + "  " + call + launches.end + "}\n";
-  }
+  std::string fnCall = cuda ? cudaLaunch(fn, grid, str(block[0]) + ", " + str(block[1]) + ", " + str(block[2])) : fn + "(";
+  o += launcher(s, cuda, grid, fnCall, ", polyk_steps_now", iterateCode(s, cuda, p.steps));
   return o;
 }
 
@@ -464,28 +490,10 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
     threads *= p.block[r];
   }
   const char *const *axes = kAxes[rank - 2]; // plane dims on the thread axes: 2-d x; 3-d y, x
-  isl::set dom(islCtx(), st.domain);
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < rank; ++i) {
-    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
-    names.push_back(isl_id_get_name(id));
-    isl_id_free(id);
-  }
-  isl::set anon = isl::manage(isl_set_reset_tuple_id(dom.copy()));
-  std::string inDomain = domainGuard(dom, isl::set::universe(anon.get_space()).intersect_params(dom.params()));
-  if (inDomain.empty()) inDomain = "1";
-  std::string inTensor;
-  for (unsigned i = 0; i < rank; ++i) inTensor += std::string(i ? " && " : "") + "0 <= " + names[i] + " && " + names[i] + " < " + inT.shape[i].str();
-  std::string padding = "(" + storage + ")0";
-  if (inT.padding) {
-    bool isFloatLiteral = inT.padding->find_first_of(".eE") != std::string::npos;
-    padding = storeValue(d, inT.type, convert(Value{*inT.padding, isFloatLiteral ? DType::F32 : DType::I32, true}, computeType(inT.type)));
-  }
-  std::map<std::string, DType> types;
-  for (const auto &t : s.tensors) types[t.name] = t.type;
-  ExprPtr body = parseExpr(st.body);
-  if (body->kind == Expr::Kind::Call && parseDType(body->text) == outT.type) body = body->args[0];
-  Value v = printValue(body, d, [&](const Access &a, size_t k) {
+  StencilText text = stencilText(s, st, inT, outT, storage, d);
+  const std::vector<std::string> &names = text.names;
+  const std::string &inDomain = text.inDomain, &inTensor = text.inTensor, &padding = text.padding;
+  Value v = printValue(text.body, d, [&](const Access &a, size_t k) {
     const TensorDecl &t = *s.tensor(a.tensor);
     if (a.tensor != p.in) return paddedLoad(t, a, loadElement(d, t.type, a.tensor + "[" + linearIndex(st.reads[k], t) + "]"), true);
     std::vector<long long> c = *shift(st.reads[k], rank);
@@ -499,7 +507,7 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
       stride *= plane[r - 1];
     }
     return loadElement(d, inT.type, "polyk_ring[(unsigned)(polyk_c + " + str(p.below[0] + c[0]) + ") % " + str(slots) + "u][" + at + "]");
-  }, types);
+  }, text.types);
   std::string value = storeValue(d, outT.type, convert(v, computeType(outT.type)));
 
   // A phase of all the block's threads (in C, one after another; in CUDA, the barrier is the caller's).
@@ -575,20 +583,8 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   std::string grid[3] = {"1", "1", "1"};
   grid[gridOuter[0] - 'x'] = "(" + outT.shape[0].str() + " + " + str(p.chunk - 1) + ") / " + str(p.chunk);
   for (unsigned r = 1; r < rank; ++r) grid[axes[r - 1][0] - 'x'] = "(" + outT.shape[r].str() + " + " + str(p.tile[r] - 1) + ") / " + str(p.tile[r]);
-  IterateCode steps = iterateCode(s, cuda);
   std::string dims = rank == 3 ? str(p.block[2]) + ", " + str(p.block[1]) + ", 1" : str(p.block[1]) + ", 1, 1";
-  std::string call = fn + (cuda ? "<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] + ")), dim3(" + dims + "), 0, stream>>>(" : "(") +
-                     affineKernelArgs(s) + (cuda ? ");\n" : ", polyk_blocks);\n");
-  if (cuda) {
-    std::string sig = hostSignature(s, "polyk_" + s.name, true);
-    o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
-    o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n  cudaError_t err = cudaSuccess;\n";
-    o += steps.begin + "  " + call + "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n" + steps.end + "  return cudaSuccess;\n}\n";
-  } else {
-    o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
-    o += "  const polyk_idx polyk_blocks[3] = {" + grid[0] + ", " + grid[1] + ", " + grid[2] + "};\n";
-    o += steps.begin + "  " + call + steps.end + "}\n";
-  }
+  o += launcher(s, cuda, grid, cuda ? cudaLaunch(fn, grid, dims) : fn + "(", "", iterateCode(s, cuda));
   return o;
 }
 
