@@ -566,14 +566,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
-  if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
-    if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
-    return o + emitTimeTiled(s, *tt, Dialect::Cuda);
-  }
-  if (std::optional<StreamPlan> sp = streamPlan(s)) {
-    if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
-    return o + emitStreamed(s, *sp, Dialect::Cuda);
-  }
+  if (std::optional<std::string> stencil = stencilKernel(s, opt, Dialect::Cuda)) return o + *stencil;
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
@@ -646,14 +639,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
 
 std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   std::string o = "/* The CUDA kernels' code run on the CPU: block after block, thread after thread. */\n";
-  if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
-    if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
-    return o + emitTimeTiled(s, *tt, Dialect::C);
-  }
-  if (std::optional<StreamPlan> sp = streamPlan(s)) {
-    if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
-    return o + emitStreamed(s, *sp, Dialect::C);
-  }
+  if (std::optional<std::string> stencil = stencilKernel(s, opt, Dialect::C)) return o + *stencil;
   o += "void " + hostSignature(s, "polyk_" + s.name + "_mapped", false) + ") {\n";
   for (const auto &t : s.tensors) {
     if (inMemory(s, t))

@@ -588,5 +588,17 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   return o;
 }
 
+std::optional<std::string> stencilKernel(const Scop &s, const EmitOptions &opt, Dialect d) {
+  if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
+    if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
+    return emitTimeTiled(s, *tt, d);
+  }
+  if (std::optional<StreamPlan> sp = streamPlan(s)) {
+    if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
+    return emitStreamed(s, *sp, d);
+  }
+  return std::nullopt;
+}
+
 } // namespace codegen
 } // namespace polyk

@@ -4,6 +4,7 @@
 
 #include "CodegenInternal.h"
 
+#include "polyk/Emit.h"
 #include "polyk/TimeTiles.h"
 
 #include <optional>
@@ -44,5 +45,9 @@ struct StreamPlan {
 /// InputError at the sizes where the program cannot take it.
 std::optional<StreamPlan> streamPlan(const Scop &s);
 std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d);
+
+/// The time-tiled or streamed kernel and its launcher where the sizes ask for one, else none
+/// (a UsageError under --partition, which neither takes yet).
+std::optional<std::string> stencilKernel(const Scop &s, const EmitOptions &opt, Dialect d);
 
 } // namespace polyk::codegen
