@@ -169,6 +169,7 @@ CASES = {
     "blas_gemm": (lambda: gemm(1024, 1024, 1024), "cuBLAS"),
     "blas_gemm_mdh": (lambda: gemm(10, 500, 64), "cuBLAS"),
     "blas_gemm4096": (lambda: gemm(4096, 4096, 4096), "cuBLAS"),
+    "blas_gemm_splitk": (lambda: gemm(512, 512, 16384), "cuBLAS"),
     "blas_gemv": (lambda: gemv(4096, 4096), "cuBLAS"),
     "blas_gemv8192": (lambda: gemv(8192, 8192), "cuBLAS"),
     "contraction_ab_bc": (lambda: einsum("ab,bc->ac", [(2048, 2048)] * 2, 2 * 2048 ** 3), "einsum+compile"),

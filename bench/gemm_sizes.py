@@ -9,6 +9,8 @@ cuBLAS / polyk.
       or a directory from `prepare`: a program per size, its sizes chosen for it (DIR/gemm_M_N_K)
   python3 bench/gemm_sizes.py prepare DIR SEED COUNT [MAX]   (here: the programs and their .cu;
       the GPU machine compiles them: bench/run-list.sh's nvcc line, or nvcc by hand)
+  python3 bench/gemm_sizes.py cublas SIZES   (cuBLAS alone at each line `M N K` of SIZES, for
+      variants timed by bench/run-list.sh in the same call)
 """
 import math
 import random
@@ -54,6 +56,13 @@ def prepare(out, seed, count, top):
 
 
 def main():
+    if sys.argv[1] == "cublas":
+        import torch
+        print(torch.cuda.get_device_name())
+        for line in open(sys.argv[2]):
+            m, n, k = map(int, line.split())
+            print(f"cublas gemm_{m}_{n}_{k} {cublas(m, n, k):.2f}", flush=True)
+        return
     if sys.argv[1] == "prepare":
         out, seed, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         return prepare(out, seed, count, int(sys.argv[5]) if len(sys.argv) > 5 else 2500)

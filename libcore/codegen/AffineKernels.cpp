@@ -4,6 +4,7 @@
 // accumulator that polyk-bind promoted is a register of the thread (`C_acc_r`): the reduction's
 // init, update loop and store of one output point run in that thread, in order.
 #include "EmitParts.h"
+#include "SplitK.h"
 #include "Staging.h"
 #include "TimeTiles.h"
 #include "WholeTiles.h"
@@ -188,7 +189,7 @@ std::string rowExtents(const TensorDecl &t) {
 }
 
 std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const RegisterTile &regs = {}, const Staging &staging = {},
-                   const WholeTiles &wt = {}) {
+                   const WholeTiles &wt = {}, const SplitK &sk = {}) {
   std::set<std::string> promoted = promotedIn(kc), rows = privateRows(s, kc);
   std::string o;
   for (const auto &name : kc.statements) {
@@ -216,6 +217,8 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
       if (m != before) m = m.replace(m.find(") do {"), 6, ", polyk_reg) do {");
     }
     o += m;
+    // Split-K: the store's partials out and their sum in (SplitK.h).
+    if (sk.on && sk.stores.count(name)) o += splitMacros(sk, name, m.substr(0, m.find(") do {") + 1), regs.any(), d);
     // A store of a kernel whose partial blocks compute whole tiles: there, only the points that
     // exist (NAME_guarded).
     if (auto g = wt.storeGuards.find(name); wt.apply && g != wt.storeGuards.end() && !g->second.empty()) {
@@ -365,9 +368,13 @@ struct AstCallbacks {
   }
 };
 
+/// Under split-K (`sk`), `phase` 1 is the body whose stores put the registers into the block's
+/// partials, `phase` 2 the stores (kc's statements: the stores only) that sum them first, printed
+/// without the prologue and declarations (`declare` false).
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
                        int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
-                       const isl::schedule &bound, Dialect d, bool unrolled) {
+                       const isl::schedule &bound, Dialect d, bool unrolled, const SplitK &sk = {}, int phase = 0,
+                       bool declare = true) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -444,9 +451,12 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     if (stmt == "polyk_stage") return ""; // its `shared` mark prints the copies
     auto g = wt.storeGuards.find(stmt);
     bool guard = guarded && g != wt.storeGuards.end() && !g->second.empty();
-    std::string c = stmt + (guard ? "_guarded(" : "(");
-    for (size_t i = 0; i < a.size(); ++i) c += (i ? ", " : "") + a[i];
-    return c + ");\n";
+    std::string list;
+    for (size_t i = 0; i < a.size(); ++i) list += (i ? ", " : "") + a[i];
+    bool store = sk.on && sk.stores.count(stmt);
+    if (store && phase == 1) return stmt + "_put(" + list + ");\n";
+    std::string c = stmt + (guard ? "_guarded(" : "(") + list + ");\n";
+    return store && phase == 2 ? stmt + "_sum(" + list + "); " + c : c;
   };
   // Small constant loops (a filter's fy, fx) unrolled: nvcc left Gaussian2D's 5 x 5 loops rolled
   // once the kernel had two versions (524 -> 1071 us on the H100).
@@ -457,11 +467,14 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       if (trip > 1 && trip <= kUnrollTrip) return {std::string(2 * indent, ' ') + "#pragma unroll\n", ""};
       return {"", ""};
     };
-  std::string o = ids.prologue() + stagingDecls(s, staging, d, kc);
+  std::string o;
   std::set<std::string> rows = privateRows(s, kc);
-  for (const auto &t : kc.promoted)
-    o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() + (rows.count(t) ? rowExtents(*s.tensor(t)) : "") +
-         ";\n";
+  if (declare) {
+    o = ids.prologue() + stagingDecls(s, staging, d, kc);
+    for (const auto &t : kc.promoted)
+      o += "  " + std::string(computeCType(s.tensor(t)->type)) + " " + t + "_r" + regs.extents() +
+           (rows.count(t) ? rowExtents(*s.tensor(t)) : "") + ";\n";
+  }
   // Blocks of whole tiles, where a thread's points are unrolled (a register tile): the same AST
   // in a context that knows it, without the points' guards.
   isl::set full = unrolled ? fullTiles(s, bound, k, kc, ids) : isl::set();
@@ -554,6 +567,39 @@ Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const Em
   return staging;
 }
 
+/// Kernel k's split-K (SplitK.h) over its thread's register tile.
+SplitK kernelSplit(const Scop &s, int k, const KernelConfig &kc, const RegisterTile &regs, const EmitOptions &opt) {
+  long long points = 1;
+  for (long long p : regs.points) points *= p;
+  return splitK(s, k, kc, regs.extents(), points, opt);
+}
+
+/// Every kernel's split, and the bound schedule with the split updates restricted to their share.
+std::map<int, SplitK> kernelSplits(const Scop &s, const isl::schedule &bound, const EmitOptions &opt) {
+  std::set<int> withRegisters = registerKernels(bound);
+  std::map<int, SplitK> out;
+  for (const auto &kc : s.kernels) {
+    int k = (int)(&kc - s.kernels.data());
+    out[k] = kernelSplit(s, k, kc, registerTile(s, k, withRegisters.count(k) > 0), opt);
+  }
+  return out;
+}
+
+/// A split kernel's stores alone (the code its last block runs).
+KernelConfig storesOnly(const KernelConfig &kc, const SplitK &sk) {
+  KernelConfig stores = kc;
+  stores.statements.clear();
+  for (const auto &name : kc.statements)
+    if (sk.stores.count(name)) stores.statements.push_back(name);
+  return stores;
+}
+
+std::string undefSplit(const SplitK &sk) {
+  std::string o;
+  for (const auto &name : sk.stores) o += "#undef " + name + "_put\n#undef " + name + "_sum\n";
+  return o;
+}
+
 } // namespace
 
 std::string affineKernelParams(const Scop &s, bool cuda) { return params(s, cuda); }
@@ -571,14 +617,17 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   std::set<int> withRegisters = registerKernels(bound);
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
   // indices there, and nvcc would keep it in local memory in every block (GEMM 236 -> 373 us).
-  AffineMapping unrolled = applyAffineMapping(unrollRegisters(isolateReducedTiles(bound, s)), s), &mapped = unrolled;
+  std::map<int, SplitK> splits = kernelSplits(s, bound, opt);
+  AffineMapping unrolled = applyAffineMapping(unrollRegisters(isolateReducedTiles(restrictSplits(bound, s, splits), s)), s),
+                &mapped = unrolled;
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt);
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
+    const SplitK &sk = splits[k];
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
-    o += macros(s, kc, Dialect::Cuda, regs, staging, wt);
+    o += macros(s, kc, Dialect::Cuda, regs, staging, wt, sk);
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
     // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
     // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
@@ -600,11 +649,16 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     // polyk_boff, so a device launches its share of the grid.
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
-         (plan.split ? "const polyk_idx polyk_boff, " : "") + params(s, true) + ") {\n";
-    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0);
+         (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
+    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
+    if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc, Dialect::Cuda);
     // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
-    o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "") + "}\n" + undefMacros(s) + undefGuarded(wt) + "\n";
+    o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "");
+    if (sk.on)
+      o += splitCombine(sk, kc, kernelBody(s, mapped, unrolled, storesOnly(kc, sk), k, regs, Staging(), wt, bound, Dialect::Cuda,
+                                           withRegisters.count(k) > 0, sk, 2, false), Dialect::Cuda);
+    o += "}\n" + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
@@ -626,6 +680,13 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     bool split = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt).split;
+    if (const SplitK &sk = splits[k]; sk.on) {
+      o += splitLaunch(sk, kc, Dialect::Cuda);
+      o += "  " + kc.name + "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + splitGridZ(kc) + "), dim3(" + std::to_string(kc.block[0]) +
+           ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) + "), 0, stream>>>(" + splitArgs(kc) + args(s) + ");\n";
+      o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n  }\n";
+      continue;
+    }
     o += "  " + kc.name + "<<<" + launchDims(kc) + ", 0, stream>>>(" + (split ? "0, " : "") + args(s) + ");\n";
     o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
   }
@@ -653,7 +714,8 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   }
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
-  isl::schedule separated = isolateReducedTiles(bound, s);
+  std::map<int, SplitK> splits = kernelSplits(s, bound, opt);
+  isl::schedule separated = isolateReducedTiles(restrictSplits(bound, s, splits), s);
   AffineMapping mapped = applyAffineMapping(separated, s), unrolled = applyAffineMapping(unrollRegisters(separated), s);
   IterateCode steps = iterateCode(s, false);
   o += steps.begin;
@@ -662,17 +724,23 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt); // (the CUDA kernel's, run by one thread)
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
-    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging, wt);
+    const SplitK &sk = splits[k];
+    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging, wt, sk);
+    if (sk.on) o += splitLaunch(sk, kc, Dialect::C);
     // blockIdx / threadIdx as the kernel's prologue reads them.
-    o += "  for (polyk_idx bz = 0; bz < " + kc.grid[2] + "; ++bz)\n";
+    o += "  for (polyk_idx bz = 0; bz < " + (sk.on ? splitGridZ(kc) : kc.grid[2]) + "; ++bz)\n";
     o += "  for (polyk_idx by = 0; by < " + kc.grid[1] + "; ++by)\n";
     o += "  for (polyk_idx bx = 0; bx < " + kc.grid[0] + "; ++bx)\n";
     o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) +
-         undefGuarded(wt);
+    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
+    if (sk.on)
+      body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc, Dialect::C) +
+             splitCombine(sk, kc, kernelBody(s, mapped, unrolled, storesOnly(kc, sk), k, regs, Staging(), wt, bound, Dialect::C,
+                                             withRegisters.count(k) > 0, sk, 2, false), Dialect::C);
+    o += body + "  }\n" + (sk.on ? splitFree(kc) + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk);
   }
   o += steps.end;
   for (const auto &t : s.tensors)

@@ -183,6 +183,9 @@ bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
 }
 
 constexpr long long kSMs = 132; // H100 SXM
+// Split-K by default (SplitK.h): where a sum's grid has fewer than kSplitBelow blocks, about
+// kSplitBlocks blocks in all, each share at least kMinSplitShare reduced iterations.
+constexpr long long kSplitBelow = 200, kSplitBlocks = 4 * kSMs, kMinSplitShare = 256;
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
@@ -194,7 +197,10 @@ constexpr long long kSMs = 132; // H100 SXM
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers, Window };
 
-KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
+/// `splittable`: a sum whose reduced extent gives split-K room (kMinSplitShare iterations a share,
+/// at least 2 shares): its register tile stops shrinking at 4 x 4 points, and scheduleAffine splits
+/// its reduced band over blocks instead.
+KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, bool splittable) {
   bool reduction = shape == Shape::Registers;
   KernelSizes s;
   size_t n = extent.size();
@@ -277,6 +283,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape) {
     // (And fewer threads than 256 a SM: N-body's blocks of 16 x 4 threads with 8 points each,
     // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
     while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
+      if (splittable && !wholeX && points() <= 16) break;
       size_t best = n;
       for (size_t m = wholeX ? n - 1 : n; m-- > 0;)
         if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
@@ -529,7 +536,18 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       std::vector<long long> dims = extents;
       for (size_t m = 0; m < par; ++m) extents[m] = dims[order[m]];
     }
-    KernelSizes sz = affineSizes(extents, shape);
+    // A sum with a long reduced band (split-K's room), and no sizes given for its tiles.
+    long long reducedIterations = 1;
+    const ScopStatement *summed = nullptr;
+    for (const ScopStatement *st : kernels[k])
+      if (st->dims.size() > par && !fuseAll && st->op && *st->op == ReduceOp::Sum) summed = st;
+    if (summed) {
+      std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
+      for (size_t d = par; d < all.size(); ++d) reducedIterations *= all[d];
+    }
+    bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
+    bool splittable = shape == Shape::Registers && summed && !userTiles && reducedIterations >= 2 * kMinSplitShare;
+    KernelSizes sz = affineSizes(extents, shape, splittable);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
         // Time tiling: a larger tile by default (the widening's share of a tile shrinks with it).
@@ -599,6 +617,26 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a reduced band of " + std::to_string(reducedDims) +
                          " members; give that many reduce sizes");
       sz.reduce = it->second.reduce;
+    }
+    if (splittable && !sz.reduce.empty() && sz.time == 0 && sz.stream == 0) {
+      // Split-K where the grid leaves the card short of blocks (H100, 64 x 64 tiles split to about
+      // 528 blocks: GEMM 229 x 448 x 3658 101 -> 66 us, 2021 x 308 x 2346 206 -> 150, 280 x 1342 x
+      // 1672 101 -> 79; bench/results/2026-11-26-h100-split-k.txt).
+      long long blocks = 1;
+      for (size_t m = 0; m < par; ++m) blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m];
+      std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
+      long long tiles0 = (all[par] + sz.reduce[0] - 1) / sz.reduce[0];
+      long long S = std::min({(kSplitBlocks + blocks - 1) / blocks, tiles0, reducedIterations / kMinSplitShare});
+      if (blocks < kSplitBelow && S >= 2) sz.split = S;
+    }
+    if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
+      // Split-K: the register accumulators' partial sums over shares of the reduced tiles.
+      std::string why = !update || sz.reduce.empty() ? "the kernel has no tiled reduced band (a reduction with register tiles)"
+                        : !update->op || *update->op != ReduceOp::Sum ? "only sums are split"
+                        : sz.time > 0 || sz.stream > 0 ? "a time-tiled or streamed kernel is not split"
+                                                       : "";
+      if (!why.empty()) throw UsageError("kernel[" + std::to_string(k) + "] -> split[" + std::to_string(it->second.split) + "]: " + why);
+      sz.split = it->second.split;
     }
     used[(int)k] = sz;
     isl::schedule_node_band b = node.as<isl::schedule_node_band>();

@@ -34,6 +34,18 @@ TEST(Sizes, TimeEntryIsOneStepCountAndRoundTrips) {
   EXPECT_EQ(printSizes(sizes), "{ kernel[0] -> tile[32, 80]; kernel[0] -> block[8, 32]; kernel[0] -> time[8] }");
 }
 
+TEST(Sizes, SplitEntryIsOneBlockCountAndRoundTrips) {
+  EXPECT_THROW(parseSizes("{ kernel[0] -> split[0] }"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> split[257] }"), UsageError); // kMaxSplit
+  EXPECT_THROW(parseSizes("{ kernel[0] -> split[2, 2] }"), UsageError);
+  EXPECT_THROW(parseSizes("{ kernel[0] -> split[2]; kernel[0] -> split[3] }"), UsageError);
+  std::string text = "{ kernel[0] -> tile[64, 64]; kernel[0] -> block[16, 16]; kernel[0] -> reduce[16]; kernel[0] -> split[9] }";
+  auto sizes = parseSizes(text);
+  EXPECT_EQ(sizes.at(0).split, 9);
+  EXPECT_EQ(parseSizes("{ kernel[0] -> tile[32]; kernel[0] -> block[32] }").at(0).split, 0); // none
+  EXPECT_EQ(printSizes(sizes), text);
+}
+
 namespace {
 
 /// A band of `extent` members, the last one reduced (one member: reduced), as analyseBand gives it.

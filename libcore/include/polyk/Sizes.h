@@ -2,7 +2,8 @@
 // band member, outermost first, and the vector width along the contiguous member:
 //   { kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8]; kernel[0] -> vector[4] }
 // (on the affine path `vector[Vy, Vx]` gives the runs of a register tile along y and x; and for an
-// iterated stencil `time[T]` runs T steps a launch, each block's tile kept in shared memory).
+// iterated stencil `time[T]` runs T steps a launch, each block's tile kept in shared memory; and
+// `split[S]` shares a sum's reduced tiles out over S blocks, split-K).
 #pragma once
 
 #include "polyk/Diagnostics.h"
@@ -34,6 +35,10 @@ struct KernelSizes {
   /// planes of it, keeping the planes its reads reach in a ring in shared memory, each element
   /// read once (codegen/TimeTiles.cpp). 0: none.
   long long stream = 0;
+  /// Split-K (`kernel[k] -> split[S]`): a register-tiled sum's outermost reduced member shared out
+  /// over S blocks per tile (blockIdx.z), each summing whole reduced tiles of it; the last block of
+  /// a tile to finish adds the S partial sums in order and stores (codegen/SplitK.cpp). 0: none.
+  long long split = 0;
 };
 
 /// The largest kernel number, tile size and vector width a sizes map may give.
@@ -42,6 +47,7 @@ constexpr long long kMaxTile = (1LL << 31) - 1;
 constexpr long long kMaxVector = 16;
 constexpr long long kMaxTimeTile = 64;
 constexpr long long kMaxStream = 4096;
+constexpr long long kMaxSplit = 256;
 
 /// Parses a sizes map. Where it is not one: an InputError at `*where` (a file's `sizes:` value),
 /// or with `where` null a UsageError (the `--sizes` option).
