@@ -183,9 +183,10 @@ bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
 }
 
 constexpr long long kSMs = 132; // H100 SXM
-// Split-K by default (SplitK.h): where a sum's grid has fewer than kSplitBelow blocks, about
-// kSplitBlocks blocks in all, each share at least kMinSplitShare reduced iterations.
-constexpr long long kSplitBelow = 200, kSplitBlocks = 4 * kSMs, kMinSplitShare = 256;
+// Split-K by default (SplitK.h): where a sum's grid fills under 3/4 of the card's block slots (2
+// blocks an SM, 1 for 64 points a thread), about 2 waves of slots in all, each share at least
+// kMinSplitShare reduced iterations.
+constexpr long long kMinSplitShare = 256;
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
@@ -622,12 +623,15 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       // Split-K where the grid leaves the card short of blocks (H100, 64 x 64 tiles split to about
       // 528 blocks: GEMM 229 x 448 x 3658 101 -> 66 us, 2021 x 308 x 2346 206 -> 150, 280 x 1342 x
       // 1672 101 -> 79; bench/results/2026-11-26-h100-split-k.txt).
-      long long blocks = 1;
-      for (size_t m = 0; m < par; ++m) blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m];
+      long long blocks = 1, points = 1;
+      for (size_t m = 0; m < par; ++m) blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m], points *= sz.tile[m] / sz.block[m];
+      long long slots = (points >= 64 ? 1 : 2) * kSMs;
       std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
       long long tiles0 = (all[par] + sz.reduce[0] - 1) / sz.reduce[0];
-      long long S = std::min({(kSplitBlocks + blocks - 1) / blocks, tiles0, reducedIterations / kMinSplitShare});
-      if (blocks < kSplitBelow && S >= 2) sz.split = S;
+      long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kMinSplitShare});
+      // (Not where the grid is one wave already: GEMM 708 x 2724 x 1831, 132 blocks of 8 x 8
+      // points, split 4 ways 229 -> 315 us.)
+      if (4 * blocks < 3 * slots && S >= 2) sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.

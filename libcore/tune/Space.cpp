@@ -249,6 +249,21 @@ Space deriveSpace(const Scop &flat) {
         for (const auto &name : statementsIn(sched, nodeDomain(band)))
           if (sched.statement(name)->dims.size() > n) window = window || windowReduction(*sched.statement(name), n);
         ++(window ? windows : others);
+        // Split-K (SplitK.h): a sum's reduced tiles shared over up to S blocks a tile; 1 for none.
+        // Offered where the reduced band has room for 2 shares of 256 iterations.
+        bool sum = false;
+        long long reduced = 1;
+        for (const auto &name : statementsIn(sched, nodeDomain(band)))
+          if (const ScopStatement *st = sched.statement(name); st->dims.size() > n && st->op && *st->op == ReduceOp::Sum) sum = true;
+        if (shape != shapes.end())
+          for (long long e : shape->reducedExtent) reduced *= e;
+        if (!window && sum && shape != shapes.end() && reduced >= 512) {
+          std::vector<long long> splits{1, 2, 4, 8, 16, 32};
+          long long dflt = std::max<long long>(1, sz.split);
+          if (std::find(splits.begin(), splits.end(), dflt) == splits.end()) splits.push_back(dflt);
+          std::sort(splits.begin(), splits.end());
+          param(K + "split", splits, dflt);
+        }
         // A register tile's runs along x (polyk-bind's vector runs): they divide a thread's points.
         if (!window) {
           param(K + "vector", {1, 2, 4}, sz.vector);
@@ -602,7 +617,7 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
 }
 
 std::string sizesOf(const Space &s, const std::vector<long long> &values) {
-  // kernel -> entry kind (tile, block, reduce, vector, time, stream) -> member -> value
+  // kernel -> entry kind (tile, block, reduce, vector, time, stream, split) -> member -> value
   std::map<int, std::map<std::string, std::map<int, long long>>> k;
   for (size_t i = 0; i < s.params.size(); ++i) {
     // k<K>.<kind>[.<m>], K and m at most 4 digits; other names are the user's own.
@@ -618,15 +633,16 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values) {
     std::string kind = rest.substr(0, dot2);
     int member = dot2 == std::string::npos ? 0 : number(rest.substr(dot2 + 1));
     if (kernel < 0 || member < 0 ||
-        (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time" && kind != "stream"))
+        (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time" && kind != "stream" && kind != "split"))
       continue;
     if ((kind == "time" || kind == "stream") && values[i] == 0) continue; // (one step a launch, no streaming: no entry)
+    if (kind == "split" && values[i] <= 1) continue;                       // (no split: no entry)
     k[kernel][kind][member] = values[i];
   }
   std::string o = "{ ";
   bool first = true;
   for (const auto &[kernel, kinds] : k)
-    for (const char *kind : {"tile", "block", "reduce", "vector", "time", "stream"}) {
+    for (const char *kind : {"tile", "block", "reduce", "vector", "time", "stream", "split"}) {
       auto it = kinds.find(kind);
       if (it == kinds.end()) continue;
       o += std::string(first ? "" : "; ") + "kernel[" + std::to_string(kernel) + "] -> " + kind + "[";
