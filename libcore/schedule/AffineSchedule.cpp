@@ -185,8 +185,11 @@ bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
 constexpr long long kSMs = 132; // H100 SXM
 // Split-K by default (SplitK.h): where a sum's grid fills under 3/4 of the card's block slots (2
 // blocks an SM, 1 for 64 points a thread), about 2 waves of slots in all, each share at least
-// kMinSplitShare reduced iterations.
-constexpr long long kMinSplitShare = 256;
+// splitShare(blocks) reduced iterations: 256, or 64 where the grid has under an eighth of the SMs'
+// count of blocks (the alternative there is a point a thread, its reads unstaged: GEMM 298 x 109 x
+// 490 58.1 us, split 7 ways 24.4; 10 x 109 x 495 66.6 -> 16.1; but 628 x 326 x 398, 60 tiles of 64
+// x 64, split 6 ways 26.9 against 20.5 unsplit in smaller tiles; bench/results/2026-11-26-h100-split-k.txt).
+constexpr long long splitShare(long long blocks) { return 8 * blocks < kSMs ? 64 : 256; }
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
@@ -198,10 +201,10 @@ constexpr long long kMinSplitShare = 256;
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers, Window };
 
-/// `splittable`: a sum whose reduced extent gives split-K room (kMinSplitShare iterations a share,
-/// at least 2 shares): its register tile stops shrinking at 4 x 4 points, and scheduleAffine splits
-/// its reduced band over blocks instead.
-KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, bool splittable) {
+/// `reducedIterations` (0: none): a sum's reduced iterations; where they give split-K room (2 shares
+/// of splitShare iterations) the register tile stops shrinking at 4 x 4 points, and scheduleAffine
+/// splits its reduced band over blocks instead.
+KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long long reducedIterations) {
   bool reduction = shape == Shape::Registers;
   KernelSizes s;
   size_t n = extent.size();
@@ -284,7 +287,7 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, bool 
     // (And fewer threads than 256 a SM: N-body's blocks of 16 x 4 threads with 8 points each,
     // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
     while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
-      if (splittable && !wholeX && points() <= 16) break;
+      if (reducedIterations > 0 && !wholeX && points() <= 16 && reducedIterations >= 2 * splitShare(blocks())) break;
       size_t best = n;
       for (size_t m = wholeX ? n - 1 : n; m-- > 0;)
         if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
@@ -547,8 +550,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       for (size_t d = par; d < all.size(); ++d) reducedIterations *= all[d];
     }
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
-    bool splittable = shape == Shape::Registers && summed && !userTiles && reducedIterations >= 2 * kMinSplitShare;
-    KernelSizes sz = affineSizes(extents, shape, splittable);
+    bool splittable = shape == Shape::Registers && summed && !userTiles;
+    KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
         // Time tiling: a larger tile by default (the widening's share of a tile shrinks with it).
@@ -628,7 +631,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       long long slots = (points >= 64 ? 1 : 2) * kSMs;
       std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
       long long tiles0 = (all[par] + sz.reduce[0] - 1) / sz.reduce[0];
-      long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kMinSplitShare});
+      long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / splitShare(blocks)});
       // (Not where the grid is one wave already: GEMM 708 x 2724 x 1831, 132 blocks of 8 x 8
       // points, split 4 ways 229 -> 315 us.)
       if (4 * blocks < 3 * slots && S >= 2) sz.split = S;
