@@ -183,13 +183,17 @@ bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
 }
 
 constexpr long long kSMs = 132; // H100 SXM
-// Split-K by default (SplitK.h): where a sum's grid fills under 3/4 of the card's block slots (2
-// blocks an SM, 1 for 64 points a thread), about 2 waves of slots in all, each share at least
-// splitShare(blocks) reduced iterations: 256, or 64 where the grid has under an eighth of the SMs'
-// count of blocks (the alternative there is a point a thread, its reads unstaged: GEMM 298 x 109 x
-// 490 58.1 us, split 7 ways 24.4; 10 x 109 x 495 66.6 -> 16.1; but 628 x 326 x 398, 60 tiles of 64
-// x 64, split 6 ways 26.9 against 20.5 unsplit in smaller tiles; bench/results/2026-11-26-h100-split-k.txt).
-constexpr long long splitShare(long long blocks) { return 8 * blocks < kSMs ? 64 : 256; }
+// Split-K by default (SplitK.h), bench/results/2026-11-26-h100-split-k.txt:
+// - a register tile (staged reads) where the grid fills under 3/4 of the card's block slots (2
+//   blocks an SM, 1 for 64 points a thread): about 2 waves of slots in all, each share at least
+//   kSplitShare reduced iterations, for tiles of 16 points a thread or more. The tile stops
+//   shrinking at 4 x 4 points where such shares give a wave of slots (GEMM 229 x 448 x 3658: 64 x
+//   64 tiles split 14 ways, 101 -> 66 us); not where they give fewer (93 x 744 x 680: 24 tiles of
+//   64 x 64 split 2 ways, 21.8 -> 28.2 us);
+// - a point a thread (its reads unstaged: each thread's loop over the reduced band waits on its
+//   loads, GEMM 298 x 109 x 490 58 us, 48 x 871 x 606 76 us): shares of kPointShare iterations,
+//   at most 16 blocks an SM in all.
+constexpr long long kSplitShare = 256, kPointShare = 128;
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
@@ -201,9 +205,9 @@ constexpr long long splitShare(long long blocks) { return 8 * blocks < kSMs ? 64
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers, Window };
 
-/// `reducedIterations` (0: none): a sum's reduced iterations; where they give split-K room (2 shares
-/// of splitShare iterations) the register tile stops shrinking at 4 x 4 points, and scheduleAffine
-/// splits its reduced band over blocks instead.
+/// `reducedIterations` (0: none): a sum's reduced iterations; where their shares of kSplitShare
+/// give 4 x 4-point tiles 2 waves of blocks, the register tile stops shrinking there, and
+/// scheduleAffine splits its reduced band over blocks instead.
 KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long long reducedIterations) {
   bool reduction = shape == Shape::Registers;
   KernelSizes s;
@@ -286,8 +290,13 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long 
     for (long long b : s.block) threads *= b;
     // (And fewer threads than 256 a SM: N-body's blocks of 16 x 4 threads with 8 points each,
     // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
+    bool stopChecked = false;
     while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
-      if (reducedIterations > 0 && !wholeX && points() <= 16 && reducedIterations >= 2 * splitShare(blocks())) break;
+      // (Checked once, at the first tile of 16 points or fewer.)
+      if (reducedIterations > 0 && !wholeX && points() <= 16 && !stopChecked) {
+        stopChecked = true;
+        if (blocks() * (reducedIterations / kSplitShare) >= 2 * kSMs) break;
+      }
       size_t best = n;
       for (size_t m = wholeX ? n - 1 : n; m-- > 0;)
         if (s.tile[m] > s.block[m] && (best == n || s.tile[m] / s.block[m] > s.tile[best] / s.block[best])) best = m;
@@ -631,10 +640,11 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       long long slots = (points >= 64 ? 1 : 2) * kSMs;
       std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
       long long tiles0 = (all[par] + sz.reduce[0] - 1) / sz.reduce[0];
-      long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / splitShare(blocks)});
+      long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare});
       // (Not where the grid is one wave already: GEMM 708 x 2724 x 1831, 132 blocks of 8 x 8
       // points, split 4 ways 229 -> 315 us.)
-      if (4 * blocks < 3 * slots && S >= 2) sz.split = S;
+      if (points == 1) S = std::min({(reducedIterations + kPointShare - 1) / kPointShare, tiles0, std::max<long long>(1, 16 * kSMs / blocks)});
+      if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots)) && S >= 2) sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.
