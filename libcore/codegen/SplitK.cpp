@@ -47,11 +47,18 @@ SplitK splitK(const Scop &s, int k, const KernelConfig &kc, const std::string &e
   const KernelSizes &sz = it->second;
   std::string where = kc.name + ": kernel[" + std::to_string(k) + "] -> split[" + std::to_string(sz.split) + "]: ";
   if (sz.reduce.empty()) fail(s.at.sizes, where + "the kernel has no reduce sizes (a tiled reduced band)");
+  if (sz.time > 0 || sz.stream > 0) fail(s.at.sizes, where + "a time-tiled or streamed kernel is not split");
+  // A thread's points after one another (tile not a multiple of the block, no register tile) would
+  // share one partial: each point needs its own register.
+  for (size_t m = 0; m < sz.tile.size() && m < sz.block.size() && extents.empty(); ++m)
+    if (sz.tile[m] != sz.block[m])
+      fail(s.at.sizes, where + "a thread's points must be a register tile (tile a multiple of block, or tile = block)");
   for (const auto &name : kc.statements) {
     const ScopStatement &st = *s.statement(name);
     unsigned par = (unsigned)std::count(st.dims.begin(), st.dims.end(), "parallel");
     if (st.dims.size() > par) {
       if (!sk.update.empty()) fail(s.at.sizes, where + "the kernel updates more than one reduction");
+      if (!st.op || *st.op != ReduceOp::Sum) fail(s.at.sizes, where + "only sums are split");
       sk.update = name, sk.member = par, sk.accumulator = outputOf(st);
     }
   }
@@ -62,6 +69,7 @@ SplitK splitK(const Scop &s, int k, const KernelConfig &kc, const std::string &e
     const ScopStatement &st = *s.statement(name);
     if (name != sk.update && readsTensor(st, sk.accumulator) && outputOf(st) != sk.accumulator) sk.stores.insert(name);
   }
+  if (sk.stores.empty()) fail(s.at.sizes, where + "no statement stores the accumulator");
   isl::set dom(islCtx(), s.statement(sk.update)->domain);
   sk.on = true;
   sk.splits = sz.split;
@@ -120,7 +128,7 @@ std::string splitPrologue(const std::string &body, const std::string &prologue, 
   patched += "  const polyk_idx polyk_slot = ((" + z + " * (" + kc.grid[1] + ") + blockIdx.y) * (" + kc.grid[0] + ") + blockIdx.x) * " + T +
              " + (threadIdx.z * " + std::to_string(kc.block[1]) + " + threadIdx.y) * " + std::to_string(kc.block[0]) + " + threadIdx.x;\n";
   patched += "  " + sk.type + " (*const polyk_part)" + sk.extents + "[" + T + "] = (" + sk.type + " (*)" + sk.extents + "[" + T +
-             "])(polyk_partials + (polyk_slot / " + T + ") * polyk_nsplit * " + points + " * " + T + " + polyk_slot % " + T + ");\n";
+             "])(polyk_partials + (long long)(polyk_slot / " + T + ") * polyk_nsplit * " + points + " * " + T + " + polyk_slot % " + T + ");\n";
   return patched + body.substr(prologue.size());
 }
 
@@ -142,7 +150,7 @@ std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d) {
   std::string o = "  { /* " + kc.name + ", split-K: at most " + std::to_string(sk.splits) + " blocks a tile, each whole reduced tiles */\n";
   o += "  const polyk_idx polyk_t0 = polyk_floord(" + sk.lo + ", " + R + ");\n";
   o += "  const polyk_idx polyk_nt = " + sk.hi + " >= " + sk.lo + " ? polyk_floord(" + sk.hi + ", " + R + ") - polyk_t0 + 1 : 1;\n";
-  o += "  const polyk_idx polyk_zb = " + kc.grid[2] + ";\n";
+  o += "  const polyk_idx polyk_zb = polyk_max(1, " + kc.grid[2] + ");\n";
   // (blockIdx.z stays under 65536.)
   o += "  polyk_idx polyk_nsplit = polyk_min(" + std::to_string(sk.splits) + ", polyk_max(1, 65535 / polyk_zb));\n";
   o += "  const polyk_idx polyk_chunk = (polyk_nt + polyk_nsplit - 1) / polyk_nsplit;\n";

@@ -292,10 +292,11 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long 
     // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
     bool stopChecked = false;
     while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
-      // (Checked once, at the first tile of 16 points or fewer.)
+      // (Checked once, at the first tile of 16 points or fewer; it stops only at 16, where
+      // scheduleAffine's split applies: 16 points or more, under 3/4 of 2 blocks an SM.)
       if (reducedIterations > 0 && !wholeX && points() <= 16 && !stopChecked) {
         stopChecked = true;
-        if (blocks() * (reducedIterations / kSplitShare) >= 2 * kSMs) break;
+        if (points() == 16 && 4 * blocks() < 3 * 2 * kSMs && blocks() * (reducedIterations / kSplitShare) >= 2 * kSMs) break;
       }
       size_t best = n;
       for (size_t m = wholeX ? n - 1 : n; m-- > 0;)
@@ -640,10 +641,12 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       long long slots = (points >= 64 ? 1 : 2) * kSMs;
       std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
       long long tiles0 = (all[par] + sz.reduce[0] - 1) / sz.reduce[0];
+      blocks = std::max<long long>(1, blocks); // (an extent of 0 at the params' values)
       long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare});
       // (Not where the grid is one wave already: GEMM 708 x 2724 x 1831, 132 blocks of 8 x 8
       // points, split 4 ways 229 -> 315 us.)
       if (points == 1) S = std::min({(reducedIterations + kPointShare - 1) / kPointShare, tiles0, std::max<long long>(1, 16 * kSMs / blocks)});
+      S = std::min(S, kMaxSplit);
       if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots)) && S >= 2) sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {

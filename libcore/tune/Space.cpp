@@ -257,7 +257,7 @@ Space deriveSpace(const Scop &flat) {
           if (const ScopStatement *st = sched.statement(name); st->dims.size() > n && st->op && *st->op == ReduceOp::Sum) sum = true;
         if (shape != shapes.end())
           for (long long e : shape->reducedExtent) reduced *= e;
-        if (!window && sum && shape != shapes.end() && reduced >= 512) {
+        if (!window && sum && shape != shapes.end() && (reduced >= 512 || sz.split > 1)) {
           std::vector<long long> splits{1, 2, 4, 8, 16, 32};
           long long dflt = std::max<long long>(1, sz.split);
           if (std::find(splits.begin(), splits.end(), dflt) == splits.end()) splits.push_back(dflt);
