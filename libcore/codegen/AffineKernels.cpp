@@ -585,13 +585,16 @@ std::map<int, SplitK> kernelSplits(const Scop &s, const isl::schedule &bound, co
   return out;
 }
 
-/// A split kernel's stores alone (the code its last block runs).
-KernelConfig storesOnly(const KernelConfig &kc, const SplitK &sk) {
+/// A split kernel's tail: the count, and in its tile's last block the stores alone, summing the
+/// partials first (kernelBody's phase 2).
+std::string splitTail(const Scop &s, const AffineMapping &mapped, const AffineMapping &unrolled, const KernelConfig &kc, int k,
+                      const RegisterTile &regs, const WholeTiles &wt, const isl::schedule &bound, Dialect d, bool registers,
+                      const SplitK &sk) {
   KernelConfig stores = kc;
   stores.statements.clear();
   for (const auto &name : kc.statements)
     if (sk.stores.count(name)) stores.statements.push_back(name);
-  return stores;
+  return splitCombine(kernelBody(s, mapped, unrolled, stores, k, regs, Staging(), wt, bound, d, registers, sk, 2, false), d);
 }
 
 std::string undefSplit(const SplitK &sk) {
@@ -652,12 +655,10 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
          (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
-    if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc, Dialect::Cuda);
+    if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc);
     // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
     o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "");
-    if (sk.on)
-      o += splitCombine(sk, kc, kernelBody(s, mapped, unrolled, storesOnly(kc, sk), k, regs, Staging(), wt, bound, Dialect::Cuda,
-                                           withRegisters.count(k) > 0, sk, 2, false), Dialect::Cuda);
+    if (sk.on) o += splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk);
     o += "}\n" + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + "\n";
   }
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
@@ -682,8 +683,9 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     bool split = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt).split;
     if (const SplitK &sk = splits[k]; sk.on) {
       o += splitLaunch(sk, kc, Dialect::Cuda);
-      o += "  " + kc.name + "<<<dim3(" + kc.grid[0] + ", " + kc.grid[1] + ", " + splitGridZ(kc) + "), dim3(" + std::to_string(kc.block[0]) +
-           ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) + "), 0, stream>>>(" + splitArgs(kc) + args(s) + ");\n";
+      KernelConfig launched = kc;
+      launched.grid[2] = splitGridZ(kc);
+      o += "  " + kc.name + "<<<" + launchDims(launched) + ", 0, stream>>>(" + splitArgs() + args(s) + ");\n";
       o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n  }\n";
       continue;
     }
@@ -737,10 +739,9 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
     if (sk.on)
-      body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc, Dialect::C) +
-             splitCombine(sk, kc, kernelBody(s, mapped, unrolled, storesOnly(kc, sk), k, regs, Staging(), wt, bound, Dialect::C,
-                                             withRegisters.count(k) > 0, sk, 2, false), Dialect::C);
-    o += body + "  }\n" + (sk.on ? splitFree(kc) + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk);
+      body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc) +
+             splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk);
+    o += body + "  }\n" + (sk.on ? splitFree() + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk);
   }
   o += steps.end;
   for (const auto &t : s.tensors)

@@ -116,7 +116,7 @@ std::string splitMacros(const SplitK &sk, const std::string &store, const std::s
   return o;
 }
 
-std::string splitPrologue(const std::string &body, const std::string &prologue, const SplitK &sk, const KernelConfig &kc, Dialect) {
+std::string splitPrologue(const std::string &body, const std::string &prologue, const SplitK &sk, const KernelConfig &kc) {
   if (body.compare(0, prologue.size(), prologue) != 0) throw std::logic_error("a kernel body without its ids' prologue");
   std::string z = "(blockIdx.z % (" + kc.grid[2] + "))", patched = prologue;
   if (size_t at = patched.find("blockIdx.z"); at != std::string::npos) patched.replace(at, 10, z);
@@ -132,7 +132,7 @@ std::string splitPrologue(const std::string &body, const std::string &prologue, 
   return patched + body.substr(prologue.size());
 }
 
-std::string splitCombine(const SplitK &, const KernelConfig &, const std::string &final, Dialect d) {
+std::string splitCombine(const std::string &final, Dialect d) {
   std::string o = "  /* split-K: the last of the tile's blocks adds their partial sums in order, and stores */\n";
   if (d == Dialect::Cuda) {
     o += "  __threadfence(); /* the partials published before they are counted */\n";
@@ -169,9 +169,9 @@ std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d) {
   return o;
 }
 
-std::string splitFree(const KernelConfig &) { return "  free(polyk_partials);\n  free(polyk_counters);\n"; }
+std::string splitFree() { return "  free(polyk_partials);\n  free(polyk_counters);\n"; }
 
-std::string splitArgs(const KernelConfig &) { return "polyk_t0, polyk_chunk, polyk_nsplit, polyk_partials, polyk_counters, "; }
+std::string splitArgs() { return "polyk_t0, polyk_chunk, polyk_nsplit, polyk_partials, polyk_counters, "; }
 
 std::string splitGridZ(const KernelConfig &kc) { return "(" + kc.grid[2] + ") * polyk_nsplit"; }
 

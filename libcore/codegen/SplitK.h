@@ -48,17 +48,16 @@ std::string splitParams(const SplitK &sk, Dialect d);
 std::string splitMacros(const SplitK &sk, const std::string &store, const std::string &head, bool registers, Dialect d);
 /// A kernel body (kernelBody: prologue first) patched for the split: blockIdx.z without the split,
 /// then the split's index, share and partials' pointer.
-std::string splitPrologue(const std::string &body, const std::string &prologue, const SplitK &sk, const KernelConfig &kc,
-                          Dialect d);
+std::string splitPrologue(const std::string &body, const std::string &prologue, const SplitK &sk, const KernelConfig &kc);
 /// The count after the partials, and `final` (the stores' code) in the last block of the tile.
-std::string splitCombine(const SplitK &sk, const KernelConfig &kc, const std::string &final, Dialect d);
+std::string splitCombine(const std::string &final, Dialect d);
 /// Host code before kernel `name`'s launch: its share and scratch (CUDA: polyk::OrderedScratch;
 /// C: malloc'd, `splitFree` frees it). Sets polyk_t0_NAME, polyk_chunk_NAME, polyk_nsplit_NAME,
 /// polyk_partials_NAME, polyk_counters_NAME.
 std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d);
-std::string splitFree(const KernelConfig &kc);
+std::string splitFree();
 /// The arguments before the kernel's own, and its grid's z (blockIdx.z's count).
-std::string splitArgs(const KernelConfig &kc);
+std::string splitArgs();
 std::string splitGridZ(const KernelConfig &kc);
 
 } // namespace polyk::codegen

@@ -550,15 +550,14 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       std::vector<long long> dims = extents;
       for (size_t m = 0; m < par; ++m) extents[m] = dims[order[m]];
     }
-    // A sum with a long reduced band (split-K's room), and no sizes given for its tiles.
-    long long reducedIterations = 1;
-    const ScopStatement *summed = nullptr;
+    // The reduction's update, and for a sum with no sizes given for its tiles, split-K's room.
+    const ScopStatement *update = nullptr;
     for (const ScopStatement *st : kernels[k])
-      if (st->dims.size() > par && !fuseAll && st->op && *st->op == ReduceOp::Sum) summed = st;
-    if (summed) {
-      std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
-      for (size_t d = par; d < all.size(); ++d) reducedIterations *= all[d];
-    }
+      if (st->dims.size() > par && !fuseAll) update = st;
+    const ScopStatement *summed = update && update->op && *update->op == ReduceOp::Sum ? update : nullptr;
+    std::vector<long long> updateExtents = update ? extentsAtDefaults(scop, *update, update->dims.size()) : std::vector<long long>{};
+    long long reducedIterations = 1;
+    for (size_t d = par; d < updateExtents.size(); ++d) reducedIterations *= updateExtents[d];
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
     bool splittable = shape == Shape::Registers && summed && !userTiles;
     KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0);
@@ -594,9 +593,6 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     if (sz.tile.size() != par || sz.block.size() != par)
       throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(par) +
                        " members; give that many tile and block sizes");
-    const ScopStatement *update = nullptr;
-    for (const ScopStatement *st : kernels[k])
-      if (st->dims.size() > par && !fuseAll) update = st;
     long long pointsX = sz.block.empty() ? 1 : sz.tile.back() / std::max<long long>(1, sz.block.back());
     bool whole = sz.tile.size() == sz.block.size();
     for (size_t m = 0; whole && m < sz.tile.size(); ++m) whole = sz.block[m] > 0 && sz.tile[m] % sz.block[m] == 0;
@@ -615,12 +611,11 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     size_t reducedDims = update ? update->dims.size() - par : 0;
     if (shape == Shape::Window && update) {
       // The whole window in one reduced tile: the block stages its inputs once.
-      std::vector<long long> all = extentsAtDefaults(scop, *update, update->dims.size());
-      sz.reduce.assign(all.begin() + (long)par, all.end());
+      sz.reduce.assign(updateExtents.begin() + (long)par, updateExtents.end());
     } else if (shape == Shape::Registers && update) {
       std::vector<long long> tileByDim = sz.tile;
       for (size_t m = 0; m < order.size(); ++m) tileByDim[order[m]] = sz.tile[m];
-      sz.reduce = reducedTiles(scop, *update, par, tileByDim, extentsAtDefaults(scop, *update, update->dims.size()));
+      sz.reduce = reducedTiles(scop, *update, par, tileByDim, updateExtents);
     }
     // And along y where the thread's points there come in runs too: polyk-bind then lays a staged
     // operand read along y only (GEMM's A) out with that dim innermost, so each run is one float4.
@@ -639,8 +634,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       long long blocks = 1, points = 1;
       for (size_t m = 0; m < par; ++m) blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m], points *= sz.tile[m] / sz.block[m];
       long long slots = (points >= 64 ? 1 : 2) * kSMs;
-      std::vector<long long> all = extentsAtDefaults(scop, *summed, summed->dims.size());
-      long long tiles0 = (all[par] + sz.reduce[0] - 1) / sz.reduce[0];
+      long long tiles0 = (updateExtents[par] + sz.reduce[0] - 1) / sz.reduce[0];
       blocks = std::max<long long>(1, blocks); // (an extent of 0 at the params' values)
       long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare});
       // (Not where the grid is one wave already: GEMM 708 x 2724 x 1831, 132 blocks of 8 x 8
