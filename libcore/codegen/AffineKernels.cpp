@@ -4,6 +4,7 @@
 // accumulator that polyk-bind promoted is a register of the thread (`C_acc_r`): the reduction's
 // init, update loop and store of one output point run in that thread, in order.
 #include "EmitParts.h"
+#include "Mma.h"
 #include "SplitK.h"
 #include "Staging.h"
 #include "TimeTiles.h"
@@ -12,12 +13,30 @@
 #include "polyk/Bind.h"
 #include "polyk/Promotion.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cctype>
 #include <sstream>
 #include <isl/ast_build.h>
 #include <isl/schedule_node.h>
 
 namespace polyk::codegen {
+
+/// Replaces each whole word `word` of `text` with `with`.
+std::string replaceWord(const std::string &text, const std::string &word, const std::string &with) {
+  std::string o;
+  auto ident = [](char c) { return std::isalnum((unsigned char)c) || c == '_'; };
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, word.size(), word) == 0 && (i == 0 || !ident(text[i - 1])) &&
+        (i + word.size() == text.size() || !ident(text[i + word.size()]))) {
+      o += with;
+      i += word.size();
+    } else {
+      o += text[i++];
+    }
+  }
+  return o;
+}
 
 namespace {
 
@@ -153,21 +172,6 @@ RegisterTile registerTile(const Scop &s, int k, bool registers) {
   return r;
 }
 
-/// Replaces each whole word `word` of `text` with `with`.
-std::string replaceWord(const std::string &text, const std::string &word, const std::string &with) {
-  std::string o;
-  auto ident = [](char c) { return std::isalnum((unsigned char)c) || c == '_'; };
-  for (size_t i = 0; i < text.size();) {
-    if (text.compare(i, word.size(), word) == 0 && (i == 0 || !ident(text[i - 1])) &&
-        (i + word.size() == text.size() || !ident(text[i + word.size()]))) {
-      o += with;
-      i += word.size();
-    } else {
-      o += text[i++];
-    }
-  }
-  return o;
-}
 
 /// The promoted temporaries a thread holds a row of (polyk-bind: a kernel whose band is one member,
 /// a temporary of several dims), indexed by their subscripts after the first.
@@ -374,7 +378,7 @@ struct AstCallbacks {
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
                        int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
                        const isl::schedule &bound, Dialect d, bool unrolled, const SplitK &sk = {}, int phase = 0,
-                       bool declare = true) {
+                       bool declare = true, const MmaPlan &mma = {}) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -458,6 +462,13 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     std::string c = stmt + (guard ? "_guarded(" : "(") + list + ");\n";
     return store && phase == 2 ? stmt + "_sum(" + list + "); " + c : c;
   };
+  // The tensor cores (Mma.h) take the update's loops where every thread of the block runs the
+  // whole tile: the code of whole tiles, not that of the exact points.
+  bool wholeTile = false;
+  if (mma.on)
+    printer.replace = [&](const isl::ast_node &loop, int indent) -> std::optional<std::string> {
+      return wholeTile ? mmaLoop(mma, loop, indent) : std::nullopt;
+    };
   // Small constant loops (a filter's fy, fx) unrolled: nvcc left Gaussian2D's 5 x 5 loops rolled
   // once the kernel had two versions (524 -> 1071 us on the H100).
   constexpr int kUnrollTrip = 16;
@@ -490,10 +501,11 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
     isl::ast_node wholeAst = fullBuild.node_from(restrictedUnrolled);
     if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    wholeTile = true;
     std::string whole = printer.print(wholeAst, 2);
     guarded = true;
     std::string partial = printer.print(wholeAst, 2);
-    guarded = false;
+    guarded = false, wholeTile = false;
     auto expr = [&](const isl::set &blocks) {
       isl::ast_expr e = isl::manage(isl_ast_build_expr_from_set(build.get(), blocks.copy()));
       return islExprToC(e.get());
@@ -512,7 +524,9 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   if (!full.is_null() && !full.is_empty()) {
     isl::set context = affineMappingContext(kc, ids).intersect(full);
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context));
+    wholeTile = true;
     std::string whole = printer.print(fullBuild.node_from(restrictedUnrolled), 2);
+    wholeTile = false;
     if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
     if (whole != general) {
       isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.get(), full.copy()) /* the build is kept */);
@@ -560,9 +574,10 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
 
 /// Kernel k's staged tiles and, under --prefetch=auto, their prefetch (the CUDA kernel's plan,
 /// which the mapped C runs by one thread).
-Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt) {
+Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt, const MmaPlan &mma = {}) {
   Staging staging;
   staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
+  mmaStrides(s, mma, staging.tiles);
   planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
   return staging;
 }
@@ -623,14 +638,23 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   std::map<int, SplitK> splits = kernelSplits(s, bound, opt);
   AffineMapping unrolled = applyAffineMapping(unrollRegisters(isolateReducedTiles(restrictSplits(bound, s, splits), s)), s),
                 &mapped = unrolled;
+  std::string mmaRefusals; // (--mma: why the kernels did not take it, where none did)
+  bool mmaTaken = false;
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt);
+    MmaPlan mma = regs.any() ? mmaPlan(s, kc, regs.points, opt, staging, privateRows(s, kc)) : MmaPlan();
+    if (mma.on) { // the copies padded for the fragments' loads, and the macros reading them
+      staging = kernelStaging(s, bound, k, opt, mma);
+      mma = mmaPlan(s, kc, regs.points, opt, staging, privateRows(s, kc));
+    }
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     const SplitK &sk = splits[k];
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda, regs, staging, wt, sk);
+    if (!mma.refusal.empty()) o += "/* " + kc.name + " does not take the tensor cores (--mma): " + mma.refusal + ". */\n";
+    o += mma.macros;
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
     // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
     // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
@@ -653,14 +677,21 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
-    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
+    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
+                                  sk.on ? 1 : 0, true, mma);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
     if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc);
+    if (opt.mma != "off" && body.find("polyk::mma_") == std::string::npos)
+      mmaRefusals += "; " + kc.name + ": " +
+                     (!regs.any() ? "no register tile" : mma.on ? "no reduced loop of a constant trip that 8 divides" : mma.refusal);
+    mmaTaken |= body.find("polyk::mma_") != std::string::npos;
     // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
     o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "");
     if (sk.on) o += splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk);
-    o += "}\n" + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + "\n";
+    o += "}\n" + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + mmaUndefs(mma) + "\n";
   }
+  if (!mmaRefusals.empty() && !mmaTaken)
+    spdlog::warn("--mma={}: no kernel of {} runs on the tensor cores{}", opt.mma, s.name, mmaRefusals);
   std::string sig = hostSignature(s, "polyk_" + s.name, true);
   o += "/* Runs the program on `stream`; returns the first CUDA error. */\n";
   o += "extern \"C\" cudaError_t " + sig + (sig.back() == '(' ? "" : ", ") + "cudaStream_t stream) {\n";

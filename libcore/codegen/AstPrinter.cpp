@@ -46,6 +46,8 @@ std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const {
       out += print(body, indent + 1) + pad(indent) + "}\n";
       return out;
     }
+    if (replace)
+      if (std::optional<std::string> text = replace(nodeObj, indent)) return *text;
     std::string cond = exprText(isl::manage(isl_ast_node_for_get_cond(node)).get());
     std::string inc = exprText(isl::manage(isl_ast_node_for_get_inc(node)).get());
     std::pair<std::string, std::string> wrap = around ? around(nodeObj, indent + 1) : std::pair<std::string, std::string>{};

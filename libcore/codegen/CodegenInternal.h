@@ -8,6 +8,7 @@
 #include "polyk/Scop.h"
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <string>
 
@@ -59,6 +60,8 @@ struct AstPrinter {
   /// Text printed before and after a (non-degenerate) loop, inside a block of its own (none when
   /// both are empty).
   std::function<std::pair<std::string, std::string>(const isl::ast_node &loop, int indent)> around;
+  /// Where it returns text, that text is printed instead of the (non-degenerate) loop.
+  std::function<std::optional<std::string>(const isl::ast_node &loop, int indent)> replace;
   std::string print(const isl::ast_node &node, int indent) const;
 };
 

@@ -207,6 +207,17 @@ std::string rowIndex(const std::string &accessMap, size_t rank) {
   return o;
 }
 
+AccessPrinter statementReads(const Scop &s, const ScopStatement &st, Dialect d, const std::set<std::string> &promoted,
+                             const ReadOverride &read, const std::set<std::string> &unguarded, const std::set<std::string> &rows) {
+  return [&s, &st, d, &promoted, read, &unguarded, &rows, types = typeTable(s)](const Access &a, size_t k) {
+    if (promoted.count(a.tensor))
+      return a.tensor + "_r" + (rows.count(a.tensor) ? rowIndex(st.reads[k], s.tensor(a.tensor)->shape.size()) : "");
+    std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
+    std::string load = loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv);
+    return unguarded.count(a.tensor) ? load : paddedLoad(*s.tensor(a.tensor), a, load, true);
+  };
+}
+
 std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string> &promoted,
                             const std::function<std::string(const ScopStatement &, const std::string &value)> &reduce,
                             const std::function<std::string(const ScopStatement &)> &init, const ReadOverride &read,
@@ -235,12 +246,7 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
       // twice (the conversions are asm to nvcc, which does not fold the second pair).
       if (st.kind != StmtKind::Reduce && body->kind == Expr::Kind::Call && parseDType(body->text) == out.type)
         body = body->args[0];
-      Value v = printValue(body, d, [&](const Access &a, size_t k) {
-        if (promoted.count(a.tensor)) return reg(a.tensor, st.reads[k]);
-        std::string lv = a.tensor + "[" + linearIndex(st.reads[k], *s.tensor(a.tensor)) + "]";
-        std::string load = loadElement(d, types.at(a.tensor), read ? read(st, k, lv) : lv);
-        return unguarded.count(a.tensor) ? load : paddedLoad(*s.tensor(a.tensor), a, load, true);
-      }, types);
+      Value v = printValue(body, d, statementReads(s, st, d, promoted, read, unguarded, rows), types);
       if (st.kind == StmtKind::Reduce) {
         o += reduce(st, convert(v, computeType(out.type)));
       } else if (promoted.count(out.name)) {

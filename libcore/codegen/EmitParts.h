@@ -29,6 +29,12 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const std::function<std::string(const ScopStatement &)> &init,
                             const ReadOverride &read = nullptr, const std::string &only = "",
                             const std::set<std::string> &unguarded = {}, const std::set<std::string> &rows = {});
+/// Replaces each whole word (identifier) `word` of `text` with `with` (AffineKernels.cpp).
+std::string replaceWord(const std::string &text, const std::string &word, const std::string &with);
+/// statementMacros' printer of a statement's reads (a promoted temporary's register, else the
+/// element, through `read` where given, guarded where padded and not in `unguarded`).
+AccessPrinter statementReads(const Scop &s, const ScopStatement &st, Dialect d, const std::set<std::string> &promoted,
+                             const ReadOverride &read, const std::set<std::string> &unguarded, const std::set<std::string> &rows);
 /// `[sub1][sub2]...`: an access's subscripts after the first, indexing a thread's row of a
 /// promoted temporary (`rows` of statementMacros: polyk-bind's rows of a thread per instance).
 std::string rowIndex(const std::string &accessMap, size_t rank);

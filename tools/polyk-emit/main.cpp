@@ -61,6 +61,13 @@ int main(int argc, char **argv) {
                         "they fit), or off")
              ->check(CLI::IsMember({"auto", "async", "off"}))
              ->capture_default_str();
+         app.add_option("--mma", opts.mma,
+                        "register-tiled f32 sums of products on the tensor cores: off, or tf32x3 (mma.sync m16n8k8 in "
+                        "3xTF32, f32 accuracy, sm_80 and later) in each kernel that takes it: blocks of [by, 4] threads "
+                        "(by a multiple of 8), an even number of points a thread along both members, a constant "
+                        "reduced tile that 8 divides")
+             ->check(CLI::IsMember({"off", "tf32x3"}))
+             ->capture_default_str();
          app.add_option("--tuning", tuning, "the prefetch polyk-tune found (its best.yaml, tuning/1)")
              ->check(CLI::ExistingFile)
              ->excludes("--prefetch");

@@ -47,6 +47,9 @@ struct EmitOptions {
   /// another load the next tile's copy into registers during this one's compute, where it takes
   /// at most 16 registers a thread: Staging.h) or off.
   std::string prefetch = "auto";
+  /// Register-tiled f32 sums of products on the tensor cores (codegen/Mma.h): off, or tf32x3
+  /// (mma.sync in 3xTF32, f32 accuracy; sm_80 and later) in each kernel that takes it.
+  std::string mma = "off";
   int repetitions = 100;           // timed runs of the CUDA harness
   /// polyk-partition's model of this program (--partition): the split kernels take a block
   /// offset (Matz §7's clone), and the file gains the enumerators and polyk_NAME_multi, the

@@ -93,6 +93,58 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
+/// f32 products on the tensor cores at f32 accuracy (3xTF32, as CUTLASS's "fast accurate" f32
+/// GEMMs do): each operand is split into a tf32 value and the tf32 of its remainder, and a product
+/// is the sum of three tf32 products (the small x small term, below f32's rounding, is left out).
+/// `mma_tf32x3` adds A B to a 16 x 8 tile D of a warp (mma.sync m16n8k8: lane l holds D's rows
+/// l / 4 and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1; A's rows l / 4 (+ 8), columns
+/// l % 4 (+ 4); B's rows l % 4 (+ 4), column l / 4). Before sm_80 the same sums are taken in f32
+/// through warp shuffles (slow, for correctness only).
+struct Tf32x2 {
+  unsigned big, small;
+};
+__device__ __forceinline__ Tf32x2 tf32_split(float x) {
+  Tf32x2 r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
+  float rest = x - __uint_as_float(r.big);
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.small) : "f"(rest));
+#else
+  r.big = __float_as_uint(x), r.small = 0u;
+#endif
+  return r;
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void mma_tf32(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
+                                         unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#endif
+__device__ __forceinline__ void mma_tf32x3(float &d0, float &d1, float &d2, float &d3, const Tf32x2 (&a)[4], const Tf32x2 (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  mma_tf32(d0, d1, d2, d3, a[0].small, a[1].small, a[2].small, a[3].small, b[0].big, b[1].big);
+  mma_tf32(d0, d1, d2, d3, a[0].big, a[1].big, a[2].big, a[3].big, b[0].small, b[1].small);
+  mma_tf32(d0, d1, d2, d3, a[0].big, a[1].big, a[2].big, a[3].big, b[0].big, b[1].big);
+#else
+  const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u, g = lane / 4u, t = lane % 4u;
+  for (unsigned k = 0; k < 4; ++k) {
+    // A[g][k], A[g][k + 4], A[g + 8][k], A[g + 8][k + 4]; B[k][c], B[k + 4][c] for c = 2t, 2t + 1.
+    float x0 = __uint_as_float(__shfl_sync(0xffffffffu, a[0].big, g * 4 + k));
+    float x2 = __uint_as_float(__shfl_sync(0xffffffffu, a[2].big, g * 4 + k));
+    float x1 = __uint_as_float(__shfl_sync(0xffffffffu, a[1].big, g * 4 + k));
+    float x3 = __uint_as_float(__shfl_sync(0xffffffffu, a[3].big, g * 4 + k));
+    float y00 = __uint_as_float(__shfl_sync(0xffffffffu, b[0].big, 2 * t * 4 + k));
+    float y10 = __uint_as_float(__shfl_sync(0xffffffffu, b[1].big, 2 * t * 4 + k));
+    float y01 = __uint_as_float(__shfl_sync(0xffffffffu, b[0].big, (2 * t + 1) * 4 + k));
+    float y11 = __uint_as_float(__shfl_sync(0xffffffffu, b[1].big, (2 * t + 1) * 4 + k));
+    d0 += x0 * y00 + x2 * y10, d1 += x0 * y01 + x2 * y11;
+    d2 += x1 * y00 + x3 * y10, d3 += x1 * y01 + x3 * y11;
+  }
+#endif
+}
+
 struct OpSum;
 struct OpProd;
 struct OpMax;

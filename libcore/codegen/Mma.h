@@ -1,0 +1,52 @@
+// Tensor cores for f32 register tiles (`polyk-emit --mma=tf32x3`): a register-tiled sum of
+// products whose threads form warps of 8 x 4 (block [by, 4], by a multiple of 8) computes each
+// reduced tile's innermost loop, 8 values at a time, with mma.sync m16n8k8 in 3xTF32 (f32
+// accuracy: runtime.cuh, polyk::mma_tf32x3). The accumulators stay where the register tile puts
+// them: a thread's points along y, taken in pairs (2q, 2q + 1), are an mma tile's rows l / 4 and
+// l / 4 + 8, its points along x in pairs (2c, 2c + 1) the columns 2 (l % 4) and 2 (l % 4) + 1, so
+// any layout of the points (blocked, cyclic, runs) is an mma layout, and the code around the loop
+// (init, remainder tiles, stores, split-K) is unchanged. Private to libcore/codegen.
+#pragma once
+
+#include "CodegenInternal.h"
+#include "EmitParts.h"
+#include "Staging.h"
+
+#include "polyk/Emit.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace polyk::codegen {
+
+struct MmaPlan {
+  bool on = false;
+  std::string refusal;          // why the kernel does not take it (off: empty where --mma=off)
+  std::string update;           // the register-accumulated update statement
+  std::string accumulator;      // its promoted accumulator (NAME_r)
+  long long points[2] = {0, 0}; // a thread's points along the register tile's two members
+  std::set<unsigned> dimsOf[2]; // the update's domain dims each factor reads
+  std::string macros;           // NAME_mma0(dims...), NAME_mma1(dims...): the two factors, in f32
+  unsigned reduced = 0;         // the update's innermost reduced dim (the loop the mma takes)
+};
+
+/// The staged tiles of the update's operands padded for the fragments' loads: a tile's 8 lanes
+/// along rows (or columns) and 4 along the reduced dim hit 32 distinct banks where the rows run
+/// along consecutive elements (the threads' points cyclic, or in runs of 2).
+void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles);
+
+/// Kernel `kc`'s plan under opt.mma (CUDA only): `points` its register tile (RegisterTile),
+/// `staging` and `rows` (privateRows) as the update's macro reads them (macros()).
+MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt,
+                const Staging &staging, const std::set<std::string> &rows);
+
+/// The tensor-core code replacing `loop` where it is the plan's: a loop of constant trip, a
+/// multiple of 8, whose body calls the update once at each point of the thread's tile (annotated
+/// with its register index). Otherwise nullopt, and `why` says why (where it is not null).
+std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, std::string *why = nullptr);
+
+std::string mmaUndefs(const MmaPlan &plan);
+
+} // namespace polyk::codegen
