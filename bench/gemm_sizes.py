@@ -8,11 +8,13 @@ cuBLAS / polyk.
       HARNESS: blas/gemm4096's, compiled: one kernel, compiled for 4096^3, at every size;
       or a directory from `prepare`: a program per size, its sizes chosen for it (DIR/gemm_M_N_K)
   python3 bench/gemm_sizes.py prepare DIR SEED COUNT [MAX]   (here: the programs and their .cu;
+      with POLYK_MMA=1, on the tensor cores where the default tile takes them: mma_sizes;
       the GPU machine compiles them: bench/run-list.sh's nvcc line, or nvcc by hand)
   python3 bench/gemm_sizes.py cublas SIZES   (cuBLAS alone at each line `M N K` of SIZES, for
       variants timed by bench/run-list.sh in the same call)
 """
 import math
+import os
 import random
 import re
 import subprocess
@@ -41,6 +43,23 @@ def drawn(seed, count, top):
     return sizes + [(4096, 4096, 4096), (4092, 4092, 4092), (4095, 4095, 4095), (1000, 1000, 1000)]
 
 
+def mma_sizes(sizes):
+    """The default sizes reshaped for polyk-emit --mma=tf32x3 (the same tile, blocks of [by, 4]
+    threads, by = min(32, tile_y / 2), points cyclic): None where the tile cannot take it."""
+    tile = re.search(r"kernel\[0\] -> tile\[(\d+), (\d+)\]", sizes)
+    reduce = re.search(r"kernel\[0\] -> reduce\[([\d, ]+)\]", sizes)
+    if not tile or not reduce:
+        return None
+    ty, tx = int(tile.group(1)), int(tile.group(2))
+    # (POLYK_MMA_BY=max: as many threads along y as give 2 points each, at most 256 a block.)
+    by = min(64, ty // 2) if os.environ.get("POLYK_MMA_BY") == "max" else min(32, ty // 2)
+    if by < 8 or by % 8 or ty % (2 * by) or tx % 8 or int(reduce.group(1).split(",")[-1]) % 8:
+        return None
+    out = re.sub(r"kernel\[0\] -> block\[\d+, \d+\]", f"kernel[0] -> block[{by}, 4]", sizes)
+    out = re.sub(r"; kernel\[0\] -> vector\[[\d, ]+\]", "", out)
+    return out.replace(" }", "; kernel[0] -> vector[1] }")
+
+
 def prepare(out, seed, count, top):
     import os
     os.makedirs(out, exist_ok=True)
@@ -51,8 +70,17 @@ def prepare(out, seed, count, top):
         text = re.sub(r"params: \{[^}]*\}", f"params: {{M: {m}, N: {n}, K: {k}}}", program)
         with open(os.path.join(out, name + ".yaml"), "w") as f:
             f.write(text)
+        env, emit = dict(os.environ), []
+        if os.environ.get("POLYK_MMA"):  # (the tensor cores where the default tile takes them)
+            bin = os.environ.get("POLYK_BIN", os.path.join(here, "..", "build", "bin"))
+            flat = subprocess.run([os.path.join(bin, "polyk-flatten"), os.path.join(out, name + ".yaml")], capture_output=True, check=True).stdout
+            sched = subprocess.run([os.path.join(bin, "polyk-schedule")], input=flat, capture_output=True, check=True).stdout.decode()
+            mma = mma_sizes(re.search(r'^sizes: "(.*)"$', sched, re.M).group(1))
+            if mma:
+                env["SCHEDULE_OPTS"], emit = "--sizes=" + mma.replace(" ", ""), ["--mma=tf32x3"]
+            print(name, mma or "(SIMT)")
         subprocess.run([os.path.join(here, "..", "pipelines", "compile.sh"), os.path.join(out, name + ".yaml"),
-                        os.path.join(out, name + ".cu"), "--harness"], check=True)
+                        os.path.join(out, name + ".cu"), "--harness"] + emit, check=True, env=env)
 
 
 def main():

@@ -378,7 +378,7 @@ struct AstCallbacks {
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
                        int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
                        const isl::schedule &bound, Dialect d, bool unrolled, const SplitK &sk = {}, int phase = 0,
-                       bool declare = true, const MmaPlan &mma = {}) {
+                       bool declare = true, const MmaPlan &mma = {}, std::string *mmaWhy = nullptr) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -467,7 +467,14 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   bool wholeTile = false;
   if (mma.on)
     printer.replace = [&](const isl::ast_node &loop, int indent) -> std::optional<std::string> {
-      return wholeTile ? mmaLoop(mma, loop, indent) : std::nullopt;
+      if (!wholeTile) return std::nullopt;
+      std::string why;
+      std::optional<std::string> code = mmaLoop(mma, loop, indent, &why);
+      // (The reason of the loop nearest to taking it: one whose body calls the update.)
+      if (!code && mmaWhy && why.rfind("its body is not only calls", 0) != 0 &&
+          (mmaWhy->empty() || mmaWhy->rfind("not a loop of a constant trip", 0) == 0))
+        *mmaWhy = why;
+      return code;
     };
   // Small constant loops (a filter's fy, fx) unrolled: nvcc left Gaussian2D's 5 x 5 loops rolled
   // once the kernel had two versions (524 -> 1071 us on the H100).
@@ -577,8 +584,23 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
 Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt, const MmaPlan &mma = {}) {
   Staging staging;
   staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
+  // The copies padded for the tensor cores' loads, where that keeps the copy the same (two
+  // padded copies may no longer fit for cp.async). (One Staging, returned by name: a Staging
+  // without tiles holds a null isl map, which isl's C++ refuses to copy.)
+  std::vector<SharedTile> unpadded = staging.tiles;
   mmaStrides(s, mma, staging.tiles);
   planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
+  if (mma.on) {
+    bool prefetch = staging.prefetch, async = staging.async;
+    std::swap(staging.tiles, unpadded);
+    staging.prefetch = staging.async = false, staging.nextOffset.clear();
+    planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
+    if (staging.prefetch == prefetch && staging.async == async) {
+      std::swap(staging.tiles, unpadded);
+      staging.nextOffset.clear();
+      planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
+    }
+  }
   return staging;
 }
 
@@ -630,7 +652,10 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
-  if (std::optional<std::string> stencil = stencilKernel(s, opt, Dialect::Cuda)) return o + *stencil;
+  if (std::optional<std::string> stencil = stencilKernel(s, opt, Dialect::Cuda)) {
+    if (opt.mma != "off") spdlog::warn("--mma={}: no kernel of {} runs on the tensor cores: a stencil kernel", opt.mma, s.name);
+    return o + *stencil;
+  }
   isl::schedule bound = readIslSchedule(s.schedule);
   std::set<int> withRegisters = registerKernels(bound);
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
@@ -677,13 +702,14 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
+    std::string mmaWhy;
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
-                                  sk.on ? 1 : 0, true, mma);
+                                  sk.on ? 1 : 0, true, mma, &mmaWhy);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
     if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc);
     if (opt.mma != "off" && body.find("polyk::mma_") == std::string::npos)
       mmaRefusals += "; " + kc.name + ": " +
-                     (!regs.any() ? "no register tile" : mma.on ? "no reduced loop of a constant trip that 8 divides" : mma.refusal);
+                     (!regs.any() ? "no register tile" : mma.on ? "its reduced loop: " + (mmaWhy.empty() ? std::string("none in whole tiles") : mmaWhy) : mma.refusal);
     mmaTaken |= body.find("polyk::mma_") != std::string::npos;
     // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
     o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "");

@@ -7,6 +7,8 @@
 #include "polyk/Partition.h"
 #include "polyk/Tool.h"
 
+#include <spdlog/spdlog.h>
+
 namespace polyk {
 
 namespace {
@@ -46,6 +48,8 @@ EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
       r.code += "\n#include <string.h>\n#include <time.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) +
                 (opt.partition ? emitMultiHarness(bound, opt, false) : emitCHarness(bound, mapped ? "mapped" : "c", opt));
   } else {
+    if (opt.mma != "off" && !isAffine(bound))
+      spdlog::warn("--mma={}: no kernel of {} runs on the tensor cores: a reduction's kernels", opt.mma, bound.name);
     r.code = header + (isAffine(bound) ? emitAffineCudaKernels(bound, opt) : emitCudaKernels(bound, opt));
     if (opt.partition && !isAffine(bound)) r.code += emitBatchLauncher(bound, opt, true);
     if (opt.harness) {

@@ -56,8 +56,12 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     return p;
   };
   std::vector<long long> several;
-  for (long long n : points)
-    if (n > 1) several.push_back(n);
+  for (size_t m = 0; m < points.size(); ++m)
+    if (points[m] > 1) {
+      several.push_back(points[m]);
+      // (The band's last two members are the block's y and x.)
+      if (m + 2 < points.size()) return refuse("its threads have several points along a member outside the band's last two (y and x)");
+    }
   if (several.size() != 2) return refuse("its threads have several points along " + std::to_string(several.size()) + " of its band's members, not 2");
   if (several[0] % 2 || several[1] % 2) return refuse("its threads' points are not even along both members");
   if (kc.block[0] != 4 || kc.block[1] % 8 || kc.block[2] != 1)
@@ -99,7 +103,7 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     std::vector<const Access *> acs;
     accessesOf(factor, acs);
     for (const Access *a : acs) {
-      if (a->tensor == acc.name) return refuse("a factor of its product reads the accumulator");
+      if (promoted.count(a->tensor)) return refuse("a factor of its product reads a register-held temporary (" + a->tensor + ")");
       DType t = types.at(a->tensor);
       if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
         return refuse("its factor reads " + a->tensor + " of type " + dtypeName(t) + ", not f32, f16 or bf16");

@@ -109,6 +109,8 @@ __device__ __forceinline__ Tf32x2 tf32_split(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
   float rest = x - __uint_as_float(r.big);
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.small) : "f"(rest));
+  // An infinity (or a value that rounds to one) has no remainder: inf - inf would be a NaN.
+  if (!isfinite(__uint_as_float(r.big))) r.small = 0u;
 #else
   r.big = __float_as_uint(x), r.small = 0u;
 #endif
