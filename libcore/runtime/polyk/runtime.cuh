@@ -106,11 +106,12 @@ struct Tf32x2 {
 __device__ __forceinline__ Tf32x2 tf32_split(float x) {
   Tf32x2 r;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
+  // (satfinite: an infinity's big part is the greatest finite tf32 and its remainder the infinity,
+  // so a product of an infinity is one, not inf - inf = NaN; a NaN stays one. A test of the
+  // value instead cost 14% at GEMM 4096^3.)
+  asm("cvt.rna.satfinite.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
   float rest = x - __uint_as_float(r.big);
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r.small) : "f"(rest));
-  // An infinity (or a value that rounds to one) has no remainder: inf - inf would be a NaN.
-  if (!isfinite(__uint_as_float(r.big))) r.small = 0u;
 #else
   r.big = __float_as_uint(x), r.small = 0u;
 #endif
