@@ -176,6 +176,7 @@ std::string writeTuning(const Tuning &t) {
   emitQuoted(out, t.sizes);
   out << YAML::Key << "points" << YAML::Value << t.points;
   out << YAML::Key << "prefetch" << YAML::Value << t.prefetch;
+  if (t.mma != "off") out << YAML::Key << "mma" << YAML::Value << t.mma;
   out << YAML::Key << "median_us" << YAML::Value << number(t.us);
   out << YAML::Key << "default_us" << YAML::Value << number(t.defaultUs);
   out << YAML::Key << "speedup" << YAML::Value << number(t.us > 0 ? t.defaultUs / t.us : 0);
@@ -210,6 +211,7 @@ Tuning readTuning(const std::string &text, const std::string &file) {
   };
   option("points", t.points, {"auto", "cyclic", "blocked"});
   option("prefetch", t.prefetch, {"auto", "async", "off"});
+  option("mma", t.mma, {"off", "tf32x3"});
   return t;
 }
 

@@ -167,6 +167,7 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       Scop bound = readBound(writeBound(bind(sched, bo)), "bound");
       EmitOptions eo;
       eo.prefetch = stage.prefetch;
+      eo.mma = stage.mma;
       eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
       eo.harness = true;
       eo.determinism = o.determinism;

@@ -223,6 +223,7 @@ Space deriveSpace(const Scop &flat) {
     sp.params.push_back(p);
   };
   int windows = 0, others = 0; // affine kernels with reduced tiles: window reductions or not
+  std::string mmaConstraint;    // emit.mma's, where kernel 0 may take the tensor cores
   for (const auto &[k, sz] : used) {
     size_t n = sz.tile.size();
     isl::schedule_node band = kernelBand(tree, k, n);
@@ -257,6 +258,21 @@ Space deriveSpace(const Scop &flat) {
           if (const ScopStatement *st = sched.statement(name); st->dims.size() > n && st->op && *st->op == ReduceOp::Sum) sum = true;
         if (shape != shapes.end())
           for (long long e : shape->reducedExtent) reduced *= e;
+        // The tensor cores (polyk-emit --mma=tf32x3, codegen/Mma.h) for kernel 0's f32 sum: where
+        // they take it, blocks of [by, 4] threads, by a multiple of 8, an even number of points a
+        // thread along y and x and none along the outer members, reduced tiles that 8 divides.
+        bool f32 = false;
+        for (const auto &name : statementsIn(sched, nodeDomain(band)))
+          if (const ScopStatement *st = sched.statement(name); st->dims.size() > n && st->op && *st->op == ReduceOp::Sum)
+            f32 = f32 || sched.tensor(isl::map(islCtx(), st->write).range_tuple_id().name())->type == DType::F32;
+        if (!window && sum && f32 && k == 0 && n >= 2 && mmaConstraint.empty()) {
+          std::string y = std::to_string(n - 2), x = std::to_string(n - 1);
+          mmaConstraint = "emit.mma == 0 || (" + K + "block." + x + " == 4 && " + K + "block." + y + " % 8 == 0 && (" + K + "tile." + x +
+                          " / " + K + "block." + x + ") % 2 == 0 && (" + K + "tile." + y + " / " + K + "block." + y + ") % 2 == 0 && " +
+                          K + "reduce." + std::to_string(sz.reduce.size() - 1) + " % 8 == 0";
+          for (size_t m = 0; m + 2 < n; ++m) mmaConstraint += " && " + K + "tile." + std::to_string(m) + " == " + K + "block." + std::to_string(m);
+          mmaConstraint += ")";
+        }
         if (!window && sum && shape != shapes.end() && (reduced >= 512 || sz.split > 1)) {
           std::vector<long long> splits{1, 2, 4, 8, 16, 32};
           long long dflt = std::max<long long>(1, sz.split);
@@ -392,6 +408,10 @@ Space deriveSpace(const Scop &flat) {
     else param("bind.points", {1, 2}, 1);
     param("emit.prefetch", {1, 0}, 1);
   }
+  if (!mmaConstraint.empty()) {
+    param("emit.mma", {0, 1}, 0);
+    sp.constraints.push_back(mmaConstraint);
+  }
   sp.constraintsAt.assign(sp.constraints.size(), SourceLoc{});
   return sp;
 }
@@ -448,11 +468,12 @@ Space readSpace(const std::string &text, const std::string &file) {
       if (!vs.IsSequence() || vs.size() == 0) fail(doc.loc(vs), "values of '" + p.name + "' must be a non-empty list of integers");
       for (const auto &v : vs) p.values.push_back(doc.integer(v));
       // The stage options' codes (StageOptions).
-      long long top = p.name == "bind.points" ? 2 : p.name == "emit.prefetch" ? 1 : -1;
+      long long top = p.name == "bind.points" ? 2 : p.name == "emit.prefetch" || p.name == "emit.mma" ? 1 : -1;
       if (top >= 0)
         for (size_t i = 0; i < p.values.size(); ++i)
           if (p.values[i] < 0 || p.values[i] > top)
-            fail(doc.loc(vs[i]), "'" + p.name + "' takes " + (top == 2 ? "0 (auto), 1 (cyclic) or 2 (blocked)" : "1 (auto) or 0 (off)") +
+            fail(doc.loc(vs[i]), "'" + p.name + "' takes " +
+                                     (top == 2 ? "0 (auto), 1 (cyclic) or 2 (blocked)" : p.name == "emit.mma" ? "0 (off) or 1 (tf32x3)" : "1 (auto) or 0 (off)") +
                                      ", not " + std::to_string(p.values[i]));
     } else if (n["expr"]) {
       p.expr = doc.str(n["expr"]);
@@ -612,6 +633,7 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
   for (size_t i = 0; i < s.params.size() && i < values.size(); ++i) {
     if (s.params[i].name == "bind.points") o.points = values[i] == 1 ? "cyclic" : values[i] == 2 ? "blocked" : "auto";
     if (s.params[i].name == "emit.prefetch") o.prefetch = values[i] == 0 ? "off" : "auto";
+    if (s.params[i].name == "emit.mma") o.mma = values[i] == 1 ? "tf32x3" : "off";
   }
   return o;
 }

@@ -68,9 +68,10 @@ int main(int argc, char **argv) {
                         "reduced tile that 8 divides")
              ->check(CLI::IsMember({"off", "tf32x3"}))
              ->capture_default_str();
-         app.add_option("--tuning", tuning, "the prefetch polyk-tune found (its best.yaml, tuning/1)")
+         app.add_option("--tuning", tuning, "the prefetch and mma polyk-tune found (its best.yaml, tuning/1)")
              ->check(CLI::ExistingFile)
-             ->excludes("--prefetch");
+             ->excludes("--prefetch")
+             ->excludes("--mma");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
          app.add_option("--partition", partitionFile,
@@ -85,7 +86,10 @@ int main(int argc, char **argv) {
                        : target == "c-mapped" ? polyk::EmitOptions::Target::MappedC
                                               : polyk::EmitOptions::Target::Cuda;
          polyk::Scop bound = polyk::readBound(in.text, in.displayName);
-         if (!tuning.empty()) opts.prefetch = polyk::readTuningFor(tuning, bound.name).prefetch;
+         if (!tuning.empty()) {
+           polyk::Tuning t = polyk::readTuningFor(tuning, bound.name);
+           opts.prefetch = t.prefetch, opts.mma = t.mma;
+         }
          if (!partitionFile.empty()) {
            std::ifstream f(partitionFile, std::ios::binary);
            partition = polyk::readPartition(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), partitionFile);

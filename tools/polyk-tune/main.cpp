@@ -193,6 +193,7 @@ int runCommand(int argc, char **argv) {
         polyk::StageOptions stage = polyk::stageOptionsOf(space, best);
         t.points = stage.points;
         t.prefetch = stage.prefetch;
+        t.mma = stage.mma;
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
         t.trials = r.trials;
@@ -405,10 +406,10 @@ int main(int argc, char **argv) {
                                }
                                // The stage options, where the space has them.
                                bool stage = false;
-                               for (const auto &p : s.params) stage = stage || p.name == "bind.points" || p.name == "emit.prefetch";
+                               for (const auto &p : s.params) stage = stage || p.name == "bind.points" || p.name == "emit.prefetch" || p.name == "emit.mma";
                                if (stage) {
                                  polyk::StageOptions so = polyk::stageOptionsOf(s, c);
-                                 sizes += " --points=" + so.points + " --prefetch=" + so.prefetch;
+                                 sizes += " --points=" + so.points + " --prefetch=" + so.prefetch + (so.mma != "off" ? " --mma=" + so.mma : "");
                                }
                                o << sizes << "\n";
                              }

@@ -95,7 +95,7 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values);
 /// blocked; `emit.prefetch`: 1 auto, 0 off), as polyk-bind --points and polyk-emit --prefetch
 /// take them; "auto" where the space has no such parameter.
 struct StageOptions {
-  std::string points = "auto", prefetch = "auto";
+  std::string points = "auto", prefetch = "auto", mma = "off";
 };
 StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values);
 

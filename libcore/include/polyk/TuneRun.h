@@ -139,10 +139,11 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
                 const std::function<void(const std::string &)> &progress);
 
 /// tuning/1 (best.yaml): polyk-schedule --tuning takes its sizes, polyk-bind --tuning its
-/// points, polyk-emit --tuning its prefetch (StageOptions; "auto" where the file has none).
+/// points, polyk-emit --tuning its prefetch and mma (StageOptions; "auto" and "off" where the file
+/// has none).
 struct Tuning {
   std::string program, params, runner, device, arch, config, sizes;
-  std::string points = "auto", prefetch = "auto";
+  std::string points = "auto", prefetch = "auto", mma = "off";
   double us = 0, defaultUs = 0, secondsToBest = 0, generationS = 0;
   long long trials = 0, trialsToBest = 0, spaceCount = 0;
   SourceLoc programAt;
