@@ -339,8 +339,12 @@ Space deriveSpace(const Scop &flat) {
         blocks.push_back(b);
         points.push_back("(" + t + " / " + b + ")");
       }
-      // Accumulators a thread keeps in registers (a model of the register limit).
-      sp.constraints.push_back(tiled + product(points) + " <= 64");
+      // Accumulators a thread keeps in registers (a model of the register limit); on the tensor
+      // cores, 128 (GEMM 4096^3's best there, 220 registers: bench/results/2026-11-26-h100-mma.txt).
+      if (k == 0 && !mmaConstraint.empty())
+        sp.constraints.push_back(tiled + "(" + product(points) + " <= 64 || (emit.mma == 1 && " + product(points) + " <= 128))");
+      else
+        sp.constraints.push_back(tiled + product(points) + " <= 64");
       // Shared memory (CNNOpt's eq. 3): a block's reduced tile of the operands polyk-bind stages
       // fits in the 48 KiB it stages into (the boxes of TuneModel.h: halos and strides included).
       if (!sz.reduce.empty()) {
