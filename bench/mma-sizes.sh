@@ -17,11 +17,7 @@ fi
 shift 2
 mkdir -p "$dir"
 : > "$dir/list.txt"
-: > "$dir/sizes.txt"
-while [ $# -ge 3 ]; do
-  python3 -c "import random,sys; r=random.Random(int(sys.argv[1])); [print(r.randint(1,int(sys.argv[3])), r.randint(1,int(sys.argv[3])), r.randint(1,int(sys.argv[3]))) for _ in range(int(sys.argv[2]))]" "$1" "$2" "$3" >> "$dir/sizes.txt"
-  shift 3
-done
+bench/draw-sizes.sh "$@" > "$dir/sizes.txt"
 bin=${POLYK_BIN:-build/bin}
 while read -r m n k; do
   name=gemm_${m}_${n}_${k}

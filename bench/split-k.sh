@@ -14,11 +14,7 @@ if [ "$mode" = prepare ]; then
   shift 3
   mkdir -p "$dir"
   : > "$dir/list.txt"
-  : > "$dir/sizes.txt"
-  while [ $# -ge 3 ]; do
-    python3 -c "import random,sys; r=random.Random(int(sys.argv[1])); [print(r.randint(1,int(sys.argv[3])), r.randint(1,int(sys.argv[3])), r.randint(1,int(sys.argv[3]))) for _ in range(int(sys.argv[2]))]" "$1" "$2" "$3" >> "$dir/sizes.txt"
-    shift 3
-  done
+  bench/draw-sizes.sh "$@" > "$dir/sizes.txt"
   while read -r m n k; do
     name=gemm_${m}_${n}_${k}
     sed "s/params: {[^}]*}/params: {M: $m, N: $n, K: $k}/" examples/blas/gemm.yaml > "$dir/$name.yaml"
