@@ -5,6 +5,7 @@
 #include "polyk/runtime.cuh"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 
@@ -23,7 +24,10 @@ static int check(const float *ha, const float *hb, bool specials) {
   cudaMalloc(&a, 128 * 4), cudaMalloc(&b, 64 * 4), cudaMalloc(&d, 128 * 4);
   cudaMemcpy(a, ha, 128 * 4, cudaMemcpyHostToDevice), cudaMemcpy(b, hb, 64 * 4, cudaMemcpyHostToDevice);
   tile<<<1, 32>>>(a, b, d);
-  cudaMemcpy(hd, d, 128 * 4, cudaMemcpyDeviceToHost);
+  if (cudaError_t e = cudaMemcpy(hd, d, 128 * 4, cudaMemcpyDeviceToHost); e != cudaSuccess) {
+    printf("FAIL mma_tf32x3: %s\n", cudaGetErrorString(e));
+    exit(1);
+  }
   cudaFree(a), cudaFree(b), cudaFree(d);
   int bad = 0;
   for (int i = 0; i < 16; ++i)
@@ -45,7 +49,7 @@ int main() {
   for (float &x : a) x = u(rng) * std::ldexp(1.0f, (int)(rng() % 20) - 10);
   for (float &x : b) x = u(rng);
   int bad = check(a, b, false);
-  a[3] = INFINITY, a[2 * 8 + 5] = -INFINITY, a[9 * 8 + 1] = 3.0e38f, b[7 * 8 + 2] = NAN, b[3 * 8 + 4] = 0;
+  a[3] = INFINITY, a[2 * 8 + 5] = -INFINITY, a[9 * 8 + 1] = 3.4028235e38f /* FLT_MAX: its big part saturates */, b[7 * 8 + 2] = NAN, b[3 * 8 + 4] = 0;
   bad += check(a, b, true);
   printf("%s mma_tf32x3 (%d wrong)\n", bad ? "FAIL" : "PASS", bad);
   return bad ? 1 : 0;

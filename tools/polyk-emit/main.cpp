@@ -68,10 +68,9 @@ int main(int argc, char **argv) {
                         "reduced tile that 8 divides")
              ->check(CLI::IsMember({"off", "tf32x3"}))
              ->capture_default_str();
-         app.add_option("--tuning", tuning, "the prefetch and mma polyk-tune found (its best.yaml, tuning/1)")
+         app.add_option("--tuning", tuning, "the prefetch and mma polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's)")
              ->check(CLI::ExistingFile)
-             ->excludes("--prefetch")
-             ->excludes("--mma");
+             ->excludes("--prefetch");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
          app.add_option("--kernel-info", kernelInfo, "also write the kernel/1 description to this file");
          app.add_option("--partition", partitionFile,
@@ -88,7 +87,8 @@ int main(int argc, char **argv) {
          polyk::Scop bound = polyk::readBound(in.text, in.displayName);
          if (!tuning.empty()) {
            polyk::Tuning t = polyk::readTuningFor(tuning, bound.name);
-           opts.prefetch = t.prefetch, opts.mma = t.mma;
+           opts.prefetch = t.prefetch;
+           if (t.mma != "off") opts.mma = t.mma; // (else --mma's, where given)
          }
          if (!partitionFile.empty()) {
            std::ifstream f(partitionFile, std::ios::binary);

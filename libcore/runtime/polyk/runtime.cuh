@@ -110,10 +110,11 @@ __device__ __forceinline__ Tf32x2 tf32_split(float x) {
   // so a product of an infinity is one, not inf - inf = NaN; a NaN stays one. A test of the
   // value instead cost 14% at GEMM 4096^3.)
   asm("cvt.rna.satfinite.tf32.f32 %0, %1;" : "=r"(r.big) : "f"(x));
-  // The remainder goes in as it is: the tensor cores read a tf32 operand's top 19 bits, so it is
-  // truncated there instead of rounded by one more cvt per value (GEMM 4096^3 2790 -> 2553 us,
-  // max_err 2.79e-06 -> 2.72e-06 at 500 x 520 x 333: bench/results/2026-11-26-h100-mma.txt).
-  r.small = __float_as_uint(x - __uint_as_float(r.big));
+  // The remainder truncated to tf32 (its top 19 bits) instead of rounded by one more cvt per value:
+  // GEMM 4096^3 2790 -> 2553 us, max_err 2.79e-06 -> 2.72e-06 at 500 x 520 x 333; the mask, which
+  // the H100 does not need (it reads a tf32 operand's top bits) but PTX does not promise, costs
+  // nothing measurable (bench/results/2026-11-26-h100-mma.txt, calls 17 and 22).
+  r.small = __float_as_uint(x - __uint_as_float(r.big)) & 0xffffe000u;
 #else
   r.big = __float_as_uint(x), r.small = 0u;
 #endif
