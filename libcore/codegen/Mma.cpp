@@ -113,6 +113,8 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
       for (unsigned d = 0; d < dom.tuple_dim(); ++d)
         if (isl_map_involves_dims(m.get(), isl_dim_in, d, 1) == isl_bool_true) p.dimsOf[f].insert(d);
     }
+    p.exact[f] = factor->kind == Expr::Kind::Access && (types.at(factor->access.tensor) == DType::F16 ||
+                                                       types.at(factor->access.tensor) == DType::BF16);
     size_t offset = first;
     Value v = printValue(factor, Dialect::Cuda, [&](const Access &a, size_t k) { return reads(a, k + offset); }, types);
     if (v.type != DType::F32) return refuse("a factor of its product is not an f32 value");
@@ -271,6 +273,12 @@ std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loo
     return o;
   };
   std::string pad(2 * indent, ' '), in1(2 * indent + 2, ' '), in2(2 * indent + 4, ' ');
+  // A factor of f16 / bf16 elements is a tf32 exactly (no remainder): only the products of the
+  // remainders that exist are taken besides big x big (3, 2 or 1 mma).
+  auto split = [&](int f) { return std::string(plan.exact[f] ? "polyk::tf32_exact(" : "polyk::tf32_split("); };
+  std::string mma = plan.exact[a] || plan.exact[1 - a]
+                        ? std::string("polyk::mma_tf32x<") + (plan.exact[a] ? "false" : "true") + ", " + (plan.exact[1 - a] ? "false" : "true") + ">("
+                        : "polyk::mma_tf32x3(";
   std::string fa = plan.update + "_mma" + std::to_string(a), fb = plan.update + "_mma" + std::to_string(1 - a);
   std::string o = pad + "{ /* " + plan.update + " on the tensor cores (mma.sync m16n8k8, 3xTF32): the warp's tile, " + it +
                   " 8 values a step */\n";
@@ -295,16 +303,16 @@ std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loo
     o += in2 + "{\n" + in2 + "  const polyk_idx " + it + " = polyk_k8 + polyk_lx" + (half ? " + 4" : "") + ";\n";
     for (long long q = 0; q < nRows / 2; ++q)
       for (int r = 0; r < 2; ++r)
-        o += in2 + "  polyk_a[" + std::to_string(q) + "][" + std::to_string(2 * half + r) + "] = polyk::tf32_split(" + fa + "(" +
+        o += in2 + "  polyk_a[" + std::to_string(q) + "][" + std::to_string(2 * half + r) + "] = " + split(a) + fa + "(" +
              list(calls.at(pointOf(2 * q + r, 0)).args) + "));\n";
     for (long long c = 0; c < nCols / 2; ++c)
-      o += in2 + "  polyk_b[" + std::to_string(c) + "][" + std::to_string(half) + "] = polyk::tf32_split(" + fb + "(" + list(bArgs[c]) +
+      o += in2 + "  polyk_b[" + std::to_string(c) + "][" + std::to_string(half) + "] = " + split(1 - a) + fb + "(" + list(bArgs[c]) +
            "));\n";
     o += in2 + "}\n";
   }
   for (long long q = 0; q < nRows / 2; ++q)
     for (long long c = 0; c < nCols / 2; ++c)
-      o += in2 + "polyk::mma_tf32x3(" + reg(2 * q, 2 * c) + ", " + reg(2 * q, 2 * c + 1) + ", " + reg(2 * q + 1, 2 * c) + ", " +
+      o += in2 + mma + reg(2 * q, 2 * c) + ", " + reg(2 * q, 2 * c + 1) + ", " + reg(2 * q + 1, 2 * c) + ", " +
            reg(2 * q + 1, 2 * c + 1) + ", polyk_a[" + std::to_string(q) + "], polyk_b[" + std::to_string(c) + "]);\n";
   o += in1 + "}\n" + pad + "}\n";
   return o;

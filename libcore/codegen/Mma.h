@@ -30,6 +30,7 @@ struct MmaPlan {
   std::set<unsigned> dimsOf[2]; // the update's domain dims each factor reads
   std::string macros;           // NAME_mma0(dims...), NAME_mma1(dims...): the two factors, in f32
   unsigned reduced = 0;         // the update's innermost reduced dim (the loop the mma takes)
+  bool exact[2] = {false, false}; // a factor a tf32 holds exactly (an f16 / bf16 element): no remainder
 };
 
 /// The staged tiles of the update's operands padded for the fragments' loads: a tile's 8 lanes

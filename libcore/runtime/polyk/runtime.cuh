@@ -120,6 +120,8 @@ __device__ __forceinline__ Tf32x2 tf32_split(float x) {
 #endif
   return r;
 }
+/// An f16 / bf16 value (as f32): a tf32 exactly, no remainder.
+__device__ __forceinline__ Tf32x2 tf32_exact(float x) { return Tf32x2{__float_as_uint(x), 0u}; }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 __device__ __forceinline__ void mma_tf32(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
                                          unsigned a3, unsigned b0, unsigned b1) {
@@ -128,10 +130,13 @@ __device__ __forceinline__ void mma_tf32(float &d0, float &d1, float &d2, float 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 #endif
-__device__ __forceinline__ void mma_tf32x3(float &d0, float &d1, float &d2, float &d3, const Tf32x2 (&a)[4], const Tf32x2 (&b)[2]) {
+/// ASMALL / BSMALL: whether A's / B's values have remainders (else tf32_exact's: their products
+/// with the other's remainder are the only ones taken besides big x big).
+template <bool ASMALL, bool BSMALL>
+__device__ __forceinline__ void mma_tf32x(float &d0, float &d1, float &d2, float &d3, const Tf32x2 (&a)[4], const Tf32x2 (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  mma_tf32(d0, d1, d2, d3, a[0].small, a[1].small, a[2].small, a[3].small, b[0].big, b[1].big);
-  mma_tf32(d0, d1, d2, d3, a[0].big, a[1].big, a[2].big, a[3].big, b[0].small, b[1].small);
+  if constexpr (ASMALL) mma_tf32(d0, d1, d2, d3, a[0].small, a[1].small, a[2].small, a[3].small, b[0].big, b[1].big);
+  if constexpr (BSMALL) mma_tf32(d0, d1, d2, d3, a[0].big, a[1].big, a[2].big, a[3].big, b[0].small, b[1].small);
   mma_tf32(d0, d1, d2, d3, a[0].big, a[1].big, a[2].big, a[3].big, b[0].big, b[1].big);
 #else
   const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32u, g = lane / 4u, t = lane % 4u;
@@ -149,6 +154,9 @@ __device__ __forceinline__ void mma_tf32x3(float &d0, float &d1, float &d2, floa
     d2 += x1 * y00 + x3 * y10, d3 += x1 * y01 + x3 * y11;
   }
 #endif
+}
+__device__ __forceinline__ void mma_tf32x3(float &d0, float &d1, float &d2, float &d3, const Tf32x2 (&a)[4], const Tf32x2 (&b)[2]) {
+  mma_tf32x<true, true>(d0, d1, d2, d3, a, b);
 }
 
 struct OpSum;
