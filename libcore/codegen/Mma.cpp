@@ -143,7 +143,11 @@ void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &til
     isl::map read;
     for (const auto &r : st.reads)
       if (isl::map m(islCtx(), r); m.range_tuple_id().name() == t.tensor) read = m;
-    if (dims.size() == 2 && tensor.type == DType::F32 && !read.is_null()) {
+    // (In 4-byte words: w elements a word, w = 1 for f32, 2 for f16 / bf16, whose lanes 2x and
+    // 2x + 1 read one word.)
+    long long w = 4 / dtypeBytes(tensor.type);
+    bool words = tensor.type == DType::F32 || tensor.type == DType::F16 || tensor.type == DType::BF16;
+    if (dims.size() == 2 && words && !read.is_null()) {
       // dk: the dim the reduced loop runs along (the fragments' 4 lanes), do: the other (8 lanes).
       auto involves = [&](size_t d) {
         isl_pw_multi_aff *pma = isl_pw_multi_aff_from_map(read.copy());
@@ -156,10 +160,11 @@ void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &til
       bool k0 = involves(dims[0]), k1 = involves(dims[1]);
       if (k0 != k1) {
         size_t dk = k0 ? dims[0] : dims[1], dother = k0 ? dims[1] : dims[0];
-        if (t.stride[dk] == 1 && t.stride[dother] % 8 == 0) {
-          t.stride[dother] += 4; // 8 rows x 4 consecutive: rows 4 banks (mod 8) apart
-        } else if (t.stride[dother] == 1 && t.stride[dk] % 4 == 0) {
-          while (t.stride[dk] % 32 != 8 && t.stride[dk] % 32 != 24) t.stride[dk] += 4; // 4 rows x 8 consecutive
+        if (t.stride[dk] == 1 && t.stride[dother] % (8 * w) == 0) {
+          t.stride[dother] += 4 * w; // 8 rows x 4 consecutive: rows 4 banks (mod 8) apart
+        } else if (t.stride[dother] == 1 && t.stride[dk] % (4 * w) == 0) {
+          // 4 rows x 8 consecutive elements: rows 8 or 24 banks (mod 32) apart
+          while (t.stride[dk] / w % 32 != 8 && t.stride[dk] / w % 32 != 24) t.stride[dk] += 4 * w;
         }
       }
     }
