@@ -40,7 +40,6 @@ std::string replaceWord(const std::string &text, const std::string &word, const 
 
 namespace {
 
-std::string outputOf(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
 
 std::string params(const Scop &s, bool cuda) {
   std::string p;
@@ -202,7 +201,7 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
           throw std::logic_error("affine statement " + st.name + " of kind reduce");
         },
         [&](const ScopStatement &st) {
-          const TensorDecl &acc = *s.tensor(outputOf(st));
+          const TensorDecl &acc = *s.tensor(writtenTensor(st));
           std::string id = reduceIdentity(*st.op, acc.type);
           if (promoted.count(acc.name))
             return acc.name + "_r" + (rows.count(acc.name) ? rowIndex(st.write, acc.shape.size()) : "") + " = " + id + ";";
@@ -378,7 +377,7 @@ struct AstCallbacks {
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
                        int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
                        const isl::schedule &bound, Dialect d, bool unrolled, const SplitK &sk = {}, int phase = 0,
-                       bool declare = true, const MmaPlan &mma = {}, std::string *mmaWhy = nullptr) {
+                       bool declare = true, const MmaPlan &mma = {}, MmaOutcome *mmaOutcome = nullptr) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -420,7 +419,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       const ScopStatement &st = *s.statement(name);
       bool accumulates = false; // (the statements whose macro takes the index: macros())
       for (const auto &t : kc.promoted) {
-        accumulates |= outputOf(st) == t;
+        accumulates |= writtenTensor(st) == t;
         for (const auto &r : st.reads) accumulates |= isl::map(islCtx(), r).range_tuple_id().name() == t;
       }
       if (!accumulates) continue;
@@ -467,14 +466,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   bool wholeTile = false;
   if (mma.on)
     printer.replace = [&](const isl::ast_node &loop, int indent) -> std::optional<std::string> {
-      if (!wholeTile) return std::nullopt;
-      std::string why;
-      std::optional<std::string> code = mmaLoop(mma, loop, indent, &why);
-      // (The reason of the loop nearest to taking it: one whose body calls the update.)
-      if (!code && mmaWhy && why.rfind("its body is not only calls", 0) != 0 &&
-          (mmaWhy->empty() || mmaWhy->rfind("not a loop of a constant trip", 0) == 0))
-        *mmaWhy = why;
-      return code;
+      return wholeTile ? mmaLoop(mma, loop, indent, mmaOutcome) : std::nullopt;
     };
   // Small constant loops (a filter's fy, fx) unrolled: nvcc left Gaussian2D's 5 x 5 loops rolled
   // once the kernel had two versions (524 -> 1071 us on the H100).
@@ -584,20 +576,17 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
 Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt, const MmaPlan &mma = {}) {
   Staging staging;
   staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
-  // The copies padded for the tensor cores' loads, where that keeps the copy the same (two
-  // padded copies may no longer fit for cp.async). (One Staging, returned by name: a Staging
-  // without tiles holds a null isl map, which isl's C++ refuses to copy.)
-  std::vector<SharedTile> unpadded = staging.tiles;
-  mmaStrides(s, mma, staging.tiles);
   planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
+  // The copies padded for the tensor cores' loads, where that keeps the copy the same (two padded
+  // copies may no longer fit for cp.async). (One Staging, returned by name: a Staging without
+  // tiles holds a null isl map, which isl's C++ refuses to copy.)
   if (mma.on) {
+    std::vector<SharedTile> unpadded = staging.tiles;
     bool prefetch = staging.prefetch, async = staging.async;
-    std::swap(staging.tiles, unpadded);
-    staging.prefetch = staging.async = false, staging.nextOffset.clear();
+    mmaStrides(s, mma, staging.tiles);
     planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
-    if (staging.prefetch == prefetch && staging.async == async) {
-      std::swap(staging.tiles, unpadded);
-      staging.nextOffset.clear();
+    if (staging.prefetch != prefetch || staging.async != async) {
+      staging.tiles = unpadded;
       planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
     }
   }
@@ -668,18 +657,14 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    Staging staging = kernelStaging(s, bound, k, opt);
-    MmaPlan mma = regs.any() ? mmaPlan(s, kc, regs.points, opt, staging, privateRows(s, kc)) : MmaPlan();
-    if (mma.on) { // the copies padded for the fragments' loads, and the macros reading them
-      staging = kernelStaging(s, bound, k, opt, mma);
-      mma = mmaPlan(s, kc, regs.points, opt, staging, privateRows(s, kc));
-    }
+    MmaPlan mma = regs.any() ? mmaPlan(s, kc, regs.points, opt) : MmaPlan();
+    Staging staging = kernelStaging(s, bound, k, opt, mma);
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     const SplitK &sk = splits[k];
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
     o += macros(s, kc, Dialect::Cuda, regs, staging, wt, sk);
     if (!mma.refusal.empty()) o += "/* " + kc.name + " does not take the tensor cores (--mma): " + mma.refusal + ". */\n";
-    o += mma.macros;
+    o += mmaMacros(s, kc, mma, staging, privateRows(s, kc));
     // Register tiles over staged operands: at least 2 blocks an SM (at most 128 registers for 256
     // threads). Left to itself, ptxas took 222 registers for 8 x 8 points, one block an SM: GEMM
     // 4096^3 7507 -> 4798 us, ab-bc 945 -> 583 us (bench/results/2026-11-24-h100-launch-bounds.txt).
@@ -702,15 +687,17 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
-    std::string mmaWhy;
+    MmaOutcome outcome;
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
-                                  sk.on ? 1 : 0, true, mma, &mmaWhy);
+                                  sk.on ? 1 : 0, true, mma, &outcome);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
     if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc);
-    if (opt.mma != "off" && body.find("polyk::mma_") == std::string::npos)
+    if (opt.mma != "off" && !outcome.taken)
       mmaRefusals += "; " + kc.name + ": " +
-                     (!regs.any() ? "no register tile" : mma.on ? "its reduced loop: " + (mmaWhy.empty() ? std::string("none in whole tiles") : mmaWhy) : mma.refusal);
-    mmaTaken |= body.find("polyk::mma_") != std::string::npos;
+                     (!regs.any() ? "no register tile"
+                      : mma.on    ? "its reduced loop: " + (outcome.why.empty() ? std::string("none in whole tiles") : outcome.why)
+                                  : mma.refusal);
+    mmaTaken |= outcome.taken;
     // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
     o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "");
     if (sk.on) o += splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk);

@@ -8,13 +8,15 @@
 
 namespace polyk::codegen {
 
-namespace {
-
 std::map<std::string, DType> typeTable(const Scop &s) {
   std::map<std::string, DType> m;
   for (const auto &t : s.tensors) m[t.name] = t.type;
   return m;
 }
+
+std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
+
+namespace {
 
 std::string horner(const Access &a, const TensorDecl &t) {
   if (a.indices.empty()) return "0";

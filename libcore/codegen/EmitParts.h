@@ -29,6 +29,10 @@ std::string statementMacros(const Scop &s, Dialect d, const std::set<std::string
                             const std::function<std::string(const ScopStatement &)> &init,
                             const ReadOverride &read = nullptr, const std::string &only = "",
                             const std::set<std::string> &unguarded = {}, const std::set<std::string> &rows = {});
+/// Each tensor's element type, by name.
+std::map<std::string, DType> typeTable(const Scop &s);
+/// The tensor a statement writes.
+std::string writtenTensor(const ScopStatement &st);
 /// Replaces each whole word (identifier) `word` of `text` with `with` (AffineKernels.cpp).
 std::string replaceWord(const std::string &text, const std::string &word, const std::string &with);
 /// statementMacros' printer of a statement's reads (a promoted temporary's register, else the

@@ -14,8 +14,6 @@ namespace polyk::codegen {
 
 namespace {
 
-std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
-
 void accessesOf(const ExprPtr &e, std::vector<const Access *> &out) {
   if (e->kind == Expr::Kind::Access) out.push_back(&e->access);
   for (const auto &a : e->args) accessesOf(a, out);
@@ -47,8 +45,7 @@ struct Call {
 
 } // namespace
 
-MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt,
-                const Staging &staging, const std::set<std::string> &rows) {
+MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt) {
   MmaPlan p;
   if (opt.mma == "off") return p;
   auto refuse = [&](const std::string &why) {
@@ -82,21 +79,8 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
   if (body->kind != Expr::Kind::Binary || body->text != "+" || body->args[0]->kind != Expr::Kind::Access ||
       body->args[0]->access.tensor != acc.name || body->args[1]->kind != Expr::Kind::Binary || body->args[1]->text != "*")
     return refuse("its update is not a sum of products");
-  auto types = [&] {
-    std::map<std::string, DType> m;
-    for (const auto &t : s.tensors) m[t.name] = t.type;
-    return m;
-  }();
-  bool staged = staging.reads(update->name);
-  std::set<std::string> unguarded = staged ? std::set<std::string>(kc.shared.begin(), kc.shared.end()) : std::set<std::string>();
-  AccessPrinter reads = statementReads(s, *update, Dialect::Cuda, promoted, staged ? stagedReads(staging) : ReadOverride(), unguarded, rows);
-  std::string params;
+  std::map<std::string, DType> types = typeTable(s);
   isl::set dom(islCtx(), update->domain);
-  for (unsigned i = 0; i < dom.tuple_dim(); ++i) {
-    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
-    params += std::string(i ? ", " : "") + isl_id_get_name(id);
-    isl_id_free(id);
-  }
   size_t first = 1; // the accumulator is the update's read 0
   for (int f = 0; f < 2; ++f) {
     const ExprPtr &factor = body->args[1]->args[f];
@@ -115,10 +99,9 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     }
     p.exact[f] = factor->kind == Expr::Kind::Access && (types.at(factor->access.tensor) == DType::F16 ||
                                                        types.at(factor->access.tensor) == DType::BF16);
-    size_t offset = first;
-    Value v = printValue(factor, Dialect::Cuda, [&](const Access &a, size_t k) { return reads(a, k + offset); }, types);
-    if (v.type != DType::F32) return refuse("a factor of its product is not an f32 value");
-    p.macros += "#define " + update->name + "_mma" + std::to_string(f) + "(" + params + ") (" + convert(v, DType::F32) + ")\n";
+    // (The value's type, whatever its reads print as.)
+    if (printValue(factor, Dialect::Cuda, [](const Access &, size_t) { return std::string("x"); }, types).type != DType::F32)
+      return refuse("a factor of its product is not an f32 value");
     first += acs.size();
   }
   for (unsigned d = 0; d < update->dims.size(); ++d)
@@ -128,6 +111,35 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
   p.accumulator = acc.name;
   p.points[0] = several[0], p.points[1] = several[1];
   return p;
+}
+
+std::string mmaMacros(const Scop &s, const KernelConfig &kc, const MmaPlan &plan, const Staging &staging,
+                      const std::set<std::string> &rows) {
+  if (!plan.on) return "";
+  const ScopStatement &update = *s.statement(plan.update);
+  std::set<std::string> promoted(kc.promoted.begin(), kc.promoted.end());
+  bool staged = staging.reads(update.name);
+  std::set<std::string> unguarded = staged ? std::set<std::string>(kc.shared.begin(), kc.shared.end()) : std::set<std::string>();
+  AccessPrinter reads = statementReads(s, update, Dialect::Cuda, promoted, staged ? stagedReads(staging) : ReadOverride(), unguarded, rows);
+  std::map<std::string, DType> types = typeTable(s);
+  std::string params;
+  isl::set dom(islCtx(), update.domain);
+  for (unsigned i = 0; i < dom.tuple_dim(); ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    params += std::string(i ? ", " : "") + isl_id_get_name(id);
+    isl_id_free(id);
+  }
+  ExprPtr product = parseExpr(update.body)->args[1];
+  std::string o;
+  size_t first = 1; // the accumulator is the update's read 0
+  for (int f = 0; f < 2; ++f) {
+    std::vector<const Access *> acs;
+    accessesOf(product->args[f], acs);
+    Value v = printValue(product->args[f], Dialect::Cuda, [&](const Access &a, size_t k) { return reads(a, k + first); }, types);
+    o += "#define " + update.name + "_mma" + std::to_string(f) + "(" + params + ") (" + convert(v, DType::F32) + ")\n";
+    first += acs.size();
+  }
+  return o;
 }
 
 void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles) {
@@ -178,14 +190,13 @@ std::string mmaUndefs(const MmaPlan &plan) {
   return "#undef " + plan.update + "_mma0\n#undef " + plan.update + "_mma1\n";
 }
 
-std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, std::string *why) {
+std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, MmaOutcome *outcome) {
+  bool callsUpdate = false; // (a reason is recorded for the loops whose body calls the update)
   auto no = [&](const std::string &w) -> std::optional<std::string> {
-    if (why) *why = w;
+    if (outcome && callsUpdate && outcome->why.empty()) outcome->why = w;
     return std::nullopt;
   };
   if (!plan.on) return no("off");
-  int trip = VectorReads::constantTrip(loop);
-  if (trip <= 0 || trip % 8) return no("not a loop of a constant trip that 8 divides");
   std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(loop.get())).get());
   isl::ast_node body = isl::manage(isl_ast_node_for_get_body(loop.get()));
   std::vector<isl::ast_node> nodes;
@@ -203,11 +214,20 @@ std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loo
     isl_ast_node_list_free(list);
   };
   flatten(body);
+  for (const auto &n : nodes)
+    if (isl_ast_node_get_type(n.get()) == isl_ast_node_user) {
+      isl_ast_expr *call = isl_ast_node_user_get_expr(n.get());
+      isl_ast_expr *fn = isl_ast_expr_get_op_arg(call, 0);
+      callsUpdate = callsUpdate || islExprToC(fn) == plan.update;
+      isl_ast_expr_free(fn);
+      isl_ast_expr_free(call);
+    }
+  int trip = VectorReads::constantTrip(loop);
+  if (trip <= 0 || trip % 8) return no("not a loop of a constant trip that 8 divides");
   // The calls: the update at each point of the thread's tile, once.
   std::map<std::pair<long long, long long>, Call> calls;
   for (const auto &n : nodes) {
-    if (isl_ast_node_get_type(n.get()) != isl_ast_node_user)
-      return no("its body is not only calls (a node of type " + std::to_string((int)isl_ast_node_get_type(n.get())) + ")");
+    if (isl_ast_node_get_type(n.get()) != isl_ast_node_user) return no("its body is not only calls");
     isl_ast_expr *call = isl_ast_node_user_get_expr(n.get());
     isl_ast_expr *fn = isl_ast_expr_get_op_arg(call, 0);
     std::string stmt = islExprToC(fn);
@@ -320,6 +340,7 @@ std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loo
       o += in2 + mma + reg(2 * q, 2 * c) + ", " + reg(2 * q, 2 * c + 1) + ", " + reg(2 * q + 1, 2 * c) + ", " +
            reg(2 * q + 1, 2 * c + 1) + ", polyk_a[" + std::to_string(q) + "], polyk_b[" + std::to_string(c) + "]);\n";
   o += in1 + "}\n" + pad + "}\n";
+  if (outcome) outcome->taken = true;
   return o;
 }
 

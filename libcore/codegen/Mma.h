@@ -28,7 +28,6 @@ struct MmaPlan {
   std::string accumulator;      // its promoted accumulator (NAME_r)
   long long points[2] = {0, 0}; // a thread's points along the register tile's two members
   std::set<unsigned> dimsOf[2]; // the update's domain dims each factor reads
-  std::string macros;           // NAME_mma0(dims...), NAME_mma1(dims...): the two factors, in f32
   unsigned reduced = 0;         // the update's innermost reduced dim (the loop the mma takes)
   bool exact[2] = {false, false}; // a factor a tf32 holds exactly (an f16 / bf16 element): no remainder
 };
@@ -38,15 +37,26 @@ struct MmaPlan {
 /// along consecutive elements (the threads' points cyclic, or in runs of 2).
 void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles);
 
-/// Kernel `kc`'s plan under opt.mma (CUDA only): `points` its register tile (RegisterTile),
-/// `staging` and `rows` (privateRows) as the update's macro reads them (macros()).
-MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt,
-                const Staging &staging, const std::set<std::string> &rows);
+/// Kernel `kc`'s plan under opt.mma (CUDA only): `points` its register tile (RegisterTile).
+MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt);
+
+/// NAME_mma0(dims...), NAME_mma1(dims...): the update's two factors in f32, read as its macro reads
+/// them (`staging` and `rows`, privateRows: macros()). Empty where the plan is off.
+std::string mmaMacros(const Scop &s, const KernelConfig &kc, const MmaPlan &plan, const Staging &staging,
+                      const std::set<std::string> &rows);
+
+/// What a kernel's body did with the plan: whether a loop took the tensor cores, and why the loops
+/// that call the update did not (the first reason).
+struct MmaOutcome {
+  bool taken = false;
+  std::string why;
+};
 
 /// The tensor-core code replacing `loop` where it is the plan's: a loop of constant trip, a
 /// multiple of 8, whose body calls the update once at each point of the thread's tile (annotated
-/// with its register index). Otherwise nullopt, and `why` says why (where it is not null).
-std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, std::string *why = nullptr);
+/// with its register index). Otherwise nullopt; `outcome` (where given) records either, for the
+/// loops whose body calls the update.
+std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, MmaOutcome *outcome = nullptr);
 
 std::string mmaUndefs(const MmaPlan &plan);
 

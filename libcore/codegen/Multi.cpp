@@ -33,7 +33,6 @@ std::vector<std::string> accessed(const KernelPartition &kp, const std::string &
   return out;
 }
 
-std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
 
 std::string storage(const TensorDecl &t, bool cuda) { return cuda ? cudaStorageType(t.type) : cStorageType(t.type); }
 

@@ -6,6 +6,8 @@
 // block came last) and stores, then resets the counter for the next launch.
 #include "SplitK.h"
 
+#include "EmitParts.h"
+
 #include "polyk/Isl.h"
 #include "polyk/Sizes.h"
 
@@ -16,7 +18,6 @@ namespace polyk::codegen {
 
 namespace {
 
-std::string outputOf(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
 
 bool readsTensor(const ScopStatement &st, const std::string &t) {
   for (const auto &r : st.reads)
@@ -59,7 +60,7 @@ SplitK splitK(const Scop &s, int k, const KernelConfig &kc, const std::string &e
     if (st.dims.size() > par) {
       if (!sk.update.empty()) fail(s.at.sizes, where + "the kernel updates more than one reduction");
       if (!st.op || *st.op != ReduceOp::Sum) fail(s.at.sizes, where + "only sums are split");
-      sk.update = name, sk.member = par, sk.accumulator = outputOf(st);
+      sk.update = name, sk.member = par, sk.accumulator = writtenTensor(st);
     }
   }
   if (sk.update.empty()) fail(s.at.sizes, where + "the kernel has no reduction");
@@ -67,7 +68,7 @@ SplitK splitK(const Scop &s, int k, const KernelConfig &kc, const std::string &e
     fail(s.at.sizes, where + "its accumulator " + sk.accumulator + " is not kept in registers (polyk-bind)");
   for (const auto &name : kc.statements) {
     const ScopStatement &st = *s.statement(name);
-    if (name != sk.update && readsTensor(st, sk.accumulator) && outputOf(st) != sk.accumulator) sk.stores.insert(name);
+    if (name != sk.update && readsTensor(st, sk.accumulator) && writtenTensor(st) != sk.accumulator) sk.stores.insert(name);
   }
   if (sk.stores.empty()) fail(s.at.sizes, where + "no statement stores the accumulator");
   isl::set dom(islCtx(), s.statement(sk.update)->domain);
