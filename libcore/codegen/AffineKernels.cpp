@@ -642,7 +642,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   o += "#include \"polyk/runtime.cuh\"\n\n";
   o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
   if (std::optional<std::string> stencil = stencilKernel(s, opt, Dialect::Cuda)) {
-    if (opt.mma != "off") spdlog::warn("--mma={}: no kernel of {} runs on the tensor cores: a stencil kernel", opt.mma, s.name);
+    if (opt.mma == "tf32x3") spdlog::warn("--mma={}: no kernel of {} runs on the tensor cores: a stencil kernel", opt.mma, s.name);
     return o + *stencil;
   }
   isl::schedule bound = readIslSchedule(s.schedule);
@@ -657,7 +657,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    MmaPlan mma = regs.any() ? mmaPlan(s, kc, regs.points, opt) : MmaPlan();
+    MmaPlan mma = regs.any() ? mmaPlan(s, k, kc, regs.points, opt) : MmaPlan();
     Staging staging = kernelStaging(s, bound, k, opt, mma);
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     const SplitK &sk = splits[k];
@@ -692,7 +692,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
                                   sk.on ? 1 : 0, true, mma, &outcome);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
     if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc);
-    if (opt.mma != "off" && !outcome.taken)
+    if (mmaAsked(s, k, opt) && !outcome.taken)
       mmaRefusals += "; " + kc.name + ": " +
                      (!regs.any() ? "no register tile"
                       : mma.on    ? "its reduced loop: " + (outcome.why.empty() ? std::string("none in whole tiles") : outcome.why)

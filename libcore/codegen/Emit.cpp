@@ -48,7 +48,7 @@ EmitResult emitChecked(const Scop &bound, const EmitOptions &opt) {
       r.code += "\n#include <string.h>\n#include <time.h>\n#include \"polyk/harness.h\"\n\n" + emitReference(bound) +
                 (opt.partition ? emitMultiHarness(bound, opt, false) : emitCHarness(bound, mapped ? "mapped" : "c", opt));
   } else {
-    if (opt.mma != "off" && !isAffine(bound))
+    if (opt.mma == "tf32x3" && !isAffine(bound))
       spdlog::warn("--mma={}: no kernel of {} runs on the tensor cores: a reduction's kernels", opt.mma, bound.name);
     r.code = header + (isAffine(bound) ? emitAffineCudaKernels(bound, opt) : emitCudaKernels(bound, opt));
     if (opt.partition && !isAffine(bound)) r.code += emitBatchLauncher(bound, opt, true);

@@ -45,9 +45,51 @@ struct Call {
 
 } // namespace
 
-MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt) {
+} // namespace polyk::codegen
+
+namespace polyk {
+
+std::string mmaProductRefusal(const Scop &s, const ScopStatement &update) {
+  using namespace codegen;
+  const TensorDecl &acc = *s.tensor(writtenTensor(update));
+  if (acc.type != DType::F32) return "its accumulator is " + std::string(dtypeName(acc.type)) + ", not f32";
+  // (C_acc(i, j) + (X * Y)): the sum's update, each factor a value of f32 or narrower float.
+  ExprPtr body = parseExpr(update.body);
+  if (body->kind != Expr::Kind::Binary || body->text != "+" || body->args[0]->kind != Expr::Kind::Access ||
+      body->args[0]->access.tensor != acc.name || body->args[1]->kind != Expr::Kind::Binary || body->args[1]->text != "*")
+    return "its update is not a sum of products";
+  std::map<std::string, DType> types = typeTable(s);
+  for (int f = 0; f < 2; ++f) {
+    const ExprPtr &factor = body->args[1]->args[f];
+    std::vector<const Access *> acs;
+    accessesOf(factor, acs);
+    for (const Access *a : acs) {
+      DType t = types.at(a->tensor);
+      if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
+        return "its factor reads " + a->tensor + " of type " + dtypeName(t) + ", not f32, f16 or bf16";
+    }
+    // (The value's type, whatever its reads print as.)
+    if (printValue(factor, Dialect::Cuda, [](const Access &, size_t) { return std::string("x"); }, types).type != DType::F32)
+      return "a factor of its product is not an f32 value";
+  }
+  return "";
+}
+
+} // namespace polyk
+
+namespace polyk::codegen {
+
+bool mmaAsked(const Scop &s, int k, const EmitOptions &opt) {
+  if (opt.mma == "tf32x3") return true;
+  if (opt.mma != "auto") return false;
+  auto sizes = parseSizes(s.sizes, &s.at.sizes);
+  auto it = sizes.find(k);
+  return it != sizes.end() && it->second.mma > 0;
+}
+
+MmaPlan mmaPlan(const Scop &s, int k, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt) {
   MmaPlan p;
-  if (opt.mma == "off") return p;
+  if (!mmaAsked(s, k, opt)) return p;
   auto refuse = [&](const std::string &why) {
     p.refusal = why;
     return p;
@@ -61,7 +103,9 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     }
   if (several.size() != 2) return refuse("its threads have several points along " + std::to_string(several.size()) + " of its band's members, not 2");
   if (several[0] % 2 || several[1] % 2) return refuse("its threads' points are not even along both members");
-  if (kc.block[0] != 4 || kc.block[1] % 8 || kc.block[2] != 1)
+  // (Threads along z are whole warps of their own: 4 x by threads a z, a multiple of 32. Each
+  // runs its tile at its point of the outer members.)
+  if (kc.block[0] != 4 || kc.block[1] % 8)
     return refuse("its block is not [by, 4] with by a multiple of 8 (warps of 8 x 4 threads)");
   std::set<std::string> promoted(kc.promoted.begin(), kc.promoted.end());
   const ScopStatement *update = nullptr;
@@ -72,13 +116,9 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     update = &st;
   }
   if (!update) return refuse("it has no register-accumulated update");
+  if (std::string why = mmaProductRefusal(s, *update); !why.empty()) return refuse(why);
   const TensorDecl &acc = *s.tensor(writtenTensor(*update));
-  if (acc.type != DType::F32) return refuse("its accumulator is " + std::string(dtypeName(acc.type)) + ", not f32");
-  // (C_acc(i, j) + (X * Y)): the sum's update, each factor a value of f32 or narrower float.
   ExprPtr body = parseExpr(update->body);
-  if (body->kind != Expr::Kind::Binary || body->text != "+" || body->args[0]->kind != Expr::Kind::Access ||
-      body->args[0]->access.tensor != acc.name || body->args[1]->kind != Expr::Kind::Binary || body->args[1]->text != "*")
-    return refuse("its update is not a sum of products");
   std::map<std::string, DType> types = typeTable(s);
   isl::set dom(islCtx(), update->domain);
   size_t first = 1; // the accumulator is the update's read 0
@@ -86,12 +126,8 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     const ExprPtr &factor = body->args[1]->args[f];
     std::vector<const Access *> acs;
     accessesOf(factor, acs);
-    for (const Access *a : acs) {
+    for (const Access *a : acs)
       if (promoted.count(a->tensor)) return refuse("a factor of its product reads a register-held temporary (" + a->tensor + ")");
-      DType t = types.at(a->tensor);
-      if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
-        return refuse("its factor reads " + a->tensor + " of type " + dtypeName(t) + ", not f32, f16 or bf16");
-    }
     for (size_t k = first; k < first + acs.size(); ++k) {
       isl::map m(islCtx(), update->reads[k]);
       for (unsigned d = 0; d < dom.tuple_dim(); ++d)
@@ -99,9 +135,6 @@ MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long lo
     }
     p.exact[f] = factor->kind == Expr::Kind::Access && (types.at(factor->access.tensor) == DType::F16 ||
                                                        types.at(factor->access.tensor) == DType::BF16);
-    // (The value's type, whatever its reads print as.)
-    if (printValue(factor, Dialect::Cuda, [](const Access &, size_t) { return std::string("x"); }, types).type != DType::F32)
-      return refuse("a factor of its product is not an f32 value");
     first += acs.size();
   }
   for (unsigned d = 0; d < update->dims.size(); ++d)

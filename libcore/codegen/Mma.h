@@ -37,8 +37,13 @@ struct MmaPlan {
 /// along consecutive elements (the threads' points cyclic, or in runs of 2).
 void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles);
 
-/// Kernel `kc`'s plan under opt.mma (CUDA only): `points` its register tile (RegisterTile).
-MmaPlan mmaPlan(const Scop &s, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt);
+/// Whether opt.mma asks kernel `k` of `s` to take the tensor cores: tf32x3, or auto where its
+/// sizes say `mma[1]`.
+bool mmaAsked(const Scop &s, int k, const EmitOptions &opt);
+
+/// Kernel `k` (`kc`)'s plan under opt.mma (CUDA only): `points` its register tile (RegisterTile).
+/// Off without a refusal where mmaAsked is not.
+MmaPlan mmaPlan(const Scop &s, int k, const KernelConfig &kc, const std::vector<long long> &points, const EmitOptions &opt);
 
 /// NAME_mma0(dims...), NAME_mma1(dims...): the update's two factors in f32, read as its macro reads
 /// them (`staging` and `rows`, privateRows: macros()). Empty where the plan is off.

@@ -4,6 +4,7 @@
 // reduced dims inside each point, between the init and the store. isl computes the flow
 // dependences and checks the schedule against them: every dependence goes forward, and none
 // crosses two points of a kernel's parallel band (they run on different threads).
+#include "polyk/Emit.h"
 #include "polyk/Schedule.h"
 #include "polyk/TimeTiles.h"
 
@@ -652,6 +653,29 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       if (!why.empty()) throw UsageError("kernel[" + std::to_string(k) + "] -> split[" + std::to_string(it->second.split) + "]: " + why);
       sz.split = it->second.split;
     }
+    // The tensor cores by default (`mma[1]`: polyk-emit --mma=auto, codegen/Mma.h) for an f32 sum
+    // of products on the default 128 x 128 tile where the grid fills at least 1.5 waves of the
+    // SMs: the same tile as blocks of [32, 4] threads, 4 x 32 points each. H100, 3xTF32
+    // (bench/results/2026-11-26-h100-mma.txt): GEMM 4096^3 3463 -> 2563 us, ab-bc 2048^3 444 ->
+    // 345; of 40 random GEMM sizes, those of 128 x 128 tiles and at least 198 blocks 1.06x to
+    // 1.17x, but for one of K = 243 (0.95x); smaller tiles or grids mostly slower.
+    bool userVector = requested.count((int)k) && requested[(int)k].vector > 0;
+    if (splittable && !userVector && sz.split == 0 && sz.time == 0 && sz.stream == 0 && !sz.reduce.empty() && sz.reduce.back() % 8 == 0 &&
+        par >= 2 && sz.tile[par - 1] == 128 && sz.tile[par - 2] == 128 && sz.block[par - 1] == 16 && sz.block[par - 2] == 16 &&
+        mmaProductRefusal(scop, *update).empty()) {
+      long long blocks = 1;
+      bool outerPoints = false;
+      for (size_t m = 0; m < par; ++m) {
+        blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m];
+        outerPoints |= m + 2 < par && sz.tile[m] != sz.block[m];
+      }
+      if (!outerPoints && 2 * blocks >= 3 * kSMs) {
+        sz.block[par - 2] = 32, sz.block[par - 1] = 4;
+        sz.vector = sz.vectorY = 1;
+        sz.mma = 1;
+      }
+    }
+    if (auto it = requested.find((int)k); it != requested.end() && it->second.mma > 0) sz.mma = it->second.mma;
     used[(int)k] = sz;
     isl::schedule_node_band b = node.as<isl::schedule_node_band>();
     isl::multi_val tile = isl::multi_val::zero(bandSpace(b));

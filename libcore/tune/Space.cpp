@@ -270,9 +270,10 @@ Space deriveSpace(const Scop &flat) {
           mmaConstraint = "emit.mma == 0 || (" + K + "block." + x + " == 4 && " + K + "block." + y + " % 8 == 0 && (" + K + "tile." + x +
                           " / " + K + "block." + x + ") % 2 == 0 && (" + K + "tile." + y + " / " + K + "block." + y + ") % 2 == 0 && " +
                           K + "reduce." + std::to_string(sz.reduce.size() - 1) + " % 8 == 0";
-          // (The outer members' threads and points: none, as polyk-emit's blocks of [by, 4, 1].)
+          // (The outer members: one point a thread, as polyk-emit takes them; threads along z are
+          // whole warps.)
           for (size_t m = 0; m + 2 < n; ++m)
-            mmaConstraint += " && " + K + "tile." + std::to_string(m) + " == 1 && " + K + "block." + std::to_string(m) + " == 1";
+            mmaConstraint += " && " + K + "tile." + std::to_string(m) + " == " + K + "block." + std::to_string(m);
           mmaConstraint += ")";
         }
         if (!window && sum && shape != shapes.end() && (reduced >= 512 || sz.split > 1)) {
@@ -418,7 +419,8 @@ Space deriveSpace(const Scop &flat) {
     // (First: generation checks a constraint at its last parameter, so the accumulators' cap and
     // the tensor cores' shape still prune at kernel 0's sizes. Last, it made the space of
     // abcdef-gdab-efgc take 16 s to generate instead of 2.)
-    param("emit.mma", {0, 1}, 0);
+    // (Its default: the schedule's, mma[1] on large f32 GEMM-like tiles.)
+    param("emit.mma", {0, 1}, used.count(0) && used.at(0).mma > 0 ? 1 : 0);
     std::rotate(sp.params.begin(), sp.params.end() - 1, sp.params.end());
     sp.constraints.push_back(mmaConstraint);
   }

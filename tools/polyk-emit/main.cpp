@@ -62,11 +62,12 @@ int main(int argc, char **argv) {
              ->check(CLI::IsMember({"auto", "async", "off"}))
              ->capture_default_str();
          app.add_option("--mma", opts.mma,
-                        "register-tiled f32 sums of products on the tensor cores: off, or tf32x3 (mma.sync m16n8k8 in "
-                        "3xTF32, f32 accuracy, sm_80 and later) in each kernel that takes it: blocks of [by, 4] threads "
-                        "(by a multiple of 8), an even number of points a thread along both members, a constant "
-                        "reduced tile that 8 divides")
-             ->check(CLI::IsMember({"off", "tf32x3"}))
+                        "register-tiled f32 sums of products on the tensor cores (mma.sync m16n8k8 in 3xTF32, f32 "
+                        "accuracy, sm_80 and later): auto (the kernels whose sizes say mma[1], as polyk-schedule's "
+                        "defaults do for large GEMM-like tiles), tf32x3 (each kernel that takes it: blocks of [by, 4] "
+                        "threads, by a multiple of 8, an even number of points a thread along both members, a "
+                        "constant reduced tile that 8 divides) or off")
+             ->check(CLI::IsMember({"auto", "off", "tf32x3"}))
              ->capture_default_str();
          app.add_option("--tuning", tuning, "the prefetch and mma polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's)")
              ->check(CLI::ExistingFile)

@@ -47,9 +47,11 @@ struct EmitOptions {
   /// another load the next tile's copy into registers during this one's compute, where it takes
   /// at most 16 registers a thread: Staging.h) or off.
   std::string prefetch = "auto";
-  /// Register-tiled f32 sums of products on the tensor cores (codegen/Mma.h): off, or tf32x3
-  /// (mma.sync in 3xTF32, f32 accuracy; sm_80 and later) in each kernel that takes it.
-  std::string mma = "off";
+  /// Register-tiled f32 sums of products on the tensor cores (codegen/Mma.h; mma.sync in 3xTF32,
+  /// f32 accuracy, sm_80 and later): auto (the kernels whose sizes say `mma[1]`, as
+  /// polyk-schedule's defaults do for large f32 GEMM-like tiles), tf32x3 (each kernel that takes
+  /// it) or off.
+  std::string mma = "auto";
   int repetitions = 100;           // timed runs of the CUDA harness
   /// polyk-partition's model of this program (--partition): the split kernels take a block
   /// offset (Matz §7's clone), and the file gains the enumerators and polyk_NAME_multi, the
@@ -65,5 +67,10 @@ struct EmitResult {
 };
 
 EmitResult emit(const Scop &bound, const EmitOptions &options);
+
+/// Why the tensor cores (EmitOptions::mma) cannot compute a reduction's update `update` of `s`,
+/// whatever its kernel's sizes: empty where it is an f32 sum of products, `ACC + X * Y`, each
+/// factor an f32 value of f32, f16 or bf16 elements (polyk-schedule asks `mma[1]` only there).
+std::string mmaProductRefusal(const Scop &s, const ScopStatement &update);
 
 } // namespace polyk

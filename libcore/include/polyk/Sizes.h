@@ -39,6 +39,9 @@ struct KernelSizes {
   /// over S blocks per tile (blockIdx.z), each summing whole reduced tiles of it; the last block of
   /// a tile to finish adds the S partial sums in order and stores (codegen/SplitK.cpp). 0: none.
   long long split = 0;
+  /// The tensor cores (`kernel[k] -> mma[1]`): polyk-emit's default (--mma=auto) runs the kernel's
+  /// register-tiled f32 sum on them (codegen/Mma.h). 0: not asked.
+  long long mma = 0;
 };
 
 /// The largest kernel number, tile size and vector width a sizes map may give.
