@@ -399,6 +399,38 @@ std::vector<long long> reducedTiles(const Scop &scop, const ScopStatement &updat
   return reduce;
 }
 
+/// A short x (16 or fewer, affineSizes' 2 points a thread along it) reuses few loads of the operands
+/// x moves: 4 points a thread along the innermost member beyond z whose dim none of them moves, so
+/// each of their loads serves 4 (abcdef-gdab-efgc, d: 100.7 -> 83.4 us on the H100;
+/// along e, which B moves, 181.8; bench/results/2026-11-26-h100-contraction-outer-points.txt),
+/// where the points stay at most 64 and the grid at least 2 waves of blocks.
+void outerPoints(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
+                 KernelSizes &sz) {
+  if (par < 4 || pow2Ceil(extent[par - 1]) > 16 || sz.tile.size() != par || sz.block.size() != par) return;
+  std::vector<isl::pw_multi_aff> reads = operands(update, par);
+  auto movesAny = [&](const isl::pw_multi_aff &r, size_t dim) {
+    for (unsigned d = 0; d < outputs(r); ++d)
+      if (moves(r, d, dim)) return true;
+    return false;
+  };
+  long long points = 1, blocks = 1;
+  for (size_t m = 0; m < par; ++m) points *= sz.tile[m] / sz.block[m], blocks *= (extent[m] + sz.tile[m] - 1) / sz.tile[m];
+  if (points * 4 > 64) return;
+  for (size_t m = par - 3; m-- > 0;) {
+    if (sz.tile[m] != sz.block[m] || extent[m] < 4 * sz.tile[m]) continue;
+    bool shared = true, some = false;
+    for (const auto &r : reads) {
+      some |= movesAny(r, order[m]);
+      shared &= !(movesAny(r, order[par - 1]) && movesAny(r, order[m]));
+    }
+    if (!some || !shared) continue;
+    long long after = blocks / ((extent[m] + sz.tile[m] - 1) / sz.tile[m]) * ((extent[m] + 4 * sz.tile[m] - 1) / (4 * sz.tile[m]));
+    if (after < 2 * kSMs) return;
+    sz.tile[m] *= 4;
+    return;
+  }
+}
+
 /// Extents of a statement's first `n` dims at the parameters' values.
 std::vector<long long> extentsAtDefaults(const Scop &scop, const ScopStatement &st, size_t n) {
   isl::set d = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(scop)));
@@ -562,6 +594,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
     bool splittable = shape == Shape::Registers && summed && !userTiles;
     KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0);
+    if (shape == Shape::Registers && update && !userTiles && !order.empty()) outerPoints(*update, par, order, extents, sz);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
         // Time tiling: a larger tile by default (the widening's share of a tile shrinks with it).
