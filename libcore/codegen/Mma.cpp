@@ -49,7 +49,7 @@ struct Call {
 
 namespace polyk {
 
-std::string mmaProductRefusal(const Scop &s, const ScopStatement &update) {
+std::string mmaProductRefusal(const Scop &s, const ScopStatement &update, int rowDim, int colDim) {
   using namespace codegen;
   const TensorDecl &acc = *s.tensor(writtenTensor(update));
   if (acc.type != DType::F32) return "its accumulator is " + std::string(dtypeName(acc.type)) + ", not f32";
@@ -71,6 +71,23 @@ std::string mmaProductRefusal(const Scop &s, const ScopStatement &update) {
     // (The value's type, whatever its reads print as.)
     if (printValue(factor, Dialect::Cuda, [](const Access &, size_t) { return std::string("x"); }, types).type != DType::F32)
       return "a factor of its product is not an f32 value";
+  }
+  if (rowDim >= 0 && colDim >= 0) {
+    // One factor moves with the rows' dim only, the other with the columns' only (mmaLoop's A and B).
+    bool row[2] = {false, false}, col[2] = {false, false};
+    size_t first = 1; // the accumulator is the update's read 0
+    for (int f = 0; f < 2; ++f) {
+      std::vector<const Access *> acs;
+      accessesOf(body->args[1]->args[f], acs);
+      for (size_t k = first; k < first + acs.size() && k < update.reads.size(); ++k) {
+        isl::map m(islCtx(), update.reads[k]);
+        row[f] |= isl_map_involves_dims(m.get(), isl_dim_in, (unsigned)rowDim, 1) == isl_bool_true;
+        col[f] |= isl_map_involves_dims(m.get(), isl_dim_in, (unsigned)colDim, 1) == isl_bool_true;
+      }
+      first += acs.size();
+    }
+    if (!((row[0] && !col[0] && col[1] && !row[1]) || (row[1] && !col[1] && col[0] && !row[0])))
+      return "its factors are not a rows' operand and a columns' one";
   }
   return "";
 }

@@ -692,10 +692,11 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // (bench/results/2026-11-26-h100-mma.txt): GEMM 4096^3 3463 -> 2563 us, ab-bc 2048^3 444 ->
     // 345; of 40 random GEMM sizes, those of 128 x 128 tiles and at least 198 blocks 1.06x to
     // 1.17x, but for one of K = 243 (0.95x); smaller tiles or grids mostly slower.
-    bool userVector = requested.count((int)k) && requested[(int)k].vector > 0;
-    if (splittable && !userVector && sz.split == 0 && sz.time == 0 && sz.stream == 0 && !sz.reduce.empty() && sz.reduce.back() % 8 == 0 &&
+    // (Kernel 0 only: polyk-tune's emit.mma is kernel 0's. Not where the user gave blocks or vector runs.)
+    bool userShape = requested.count((int)k) && (requested[(int)k].vector > 0 || !requested[(int)k].block.empty());
+    if (k == 0 && splittable && !userShape && sz.split == 0 && sz.time == 0 && sz.stream == 0 && !sz.reduce.empty() && sz.reduce.back() % 8 == 0 &&
         par >= 2 && sz.tile[par - 1] == 128 && sz.tile[par - 2] == 128 && sz.block[par - 1] == 16 && sz.block[par - 2] == 16 &&
-        mmaProductRefusal(scop, *update).empty()) {
+        mmaProductRefusal(scop, *update, (int)(order.empty() ? par - 2 : order[par - 2]), (int)(order.empty() ? par - 1 : order[par - 1])).empty()) {
       long long blocks = 1;
       bool outerPoints = false;
       for (size_t m = 0; m < par; ++m) {

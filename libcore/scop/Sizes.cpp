@@ -95,6 +95,7 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
        << list(s.block) << "]";
     if (s.vectorY > 1) os << "; kernel[" << k << "] -> vector[" << s.vectorY << ", " << std::max<long long>(1, s.vector) << "]";
     else if (s.vector > 1) os << "; kernel[" << k << "] -> vector[" << s.vector << "]";
+    else if (s.mma > 0) os << "; kernel[" << k << "] -> vector[1]"; // (as given back, no runs by default)
     if (!s.reduce.empty()) os << "; kernel[" << k << "] -> reduce[" << list(s.reduce) << "]";
     if (s.time > 0) os << "; kernel[" << k << "] -> time[" << s.time << "]";
     if (s.stream > 0) os << "; kernel[" << k << "] -> stream[" << s.stream << "]";

@@ -71,6 +71,8 @@ EmitResult emit(const Scop &bound, const EmitOptions &options);
 /// Why the tensor cores (EmitOptions::mma) cannot compute a reduction's update `update` of `s`,
 /// whatever its kernel's sizes: empty where it is an f32 sum of products, `ACC + X * Y`, each
 /// factor an f32 value of f32, f16 or bf16 elements (polyk-schedule asks `mma[1]` only there).
-std::string mmaProductRefusal(const Scop &s, const ScopStatement &update);
+/// Given the update's dims along the tile's rows and columns (>= 0), also one factor that moves
+/// with the rows only and one with the columns only.
+std::string mmaProductRefusal(const Scop &s, const ScopStatement &update, int rowDim = -1, int colDim = -1);
 
 } // namespace polyk
