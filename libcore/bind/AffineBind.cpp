@@ -305,7 +305,8 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       isl::union_set dom = nodeDomain(kTiles);
       std::vector<std::string> stmts = statementsIn(in, dom);
       isl::union_map prefix = stagingPrefix(tileBand, kTiles);
-      std::vector<SharedTile> tiles = sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, nullptr);
+      const long long budget = sharedBudget(sz);
+      std::vector<SharedTile> tiles = sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, nullptr, {}, budget);
       // Runs of points read as vectors: their dim innermost in the copy (runLayout).
       long long runX = sz.vector > 1 ? sz.vector : 1, runY = sz.vector > 1 && n >= 2 ? std::max(1LL, sz.vectorY) : 1;
       for (const auto &t : tiles) {
@@ -314,17 +315,18 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
         if (!order.empty()) kc.sharedLayout[t.tensor] = order;
       }
       // The copies in their final layouts (a run's dim innermost pads other rows): the last staged
-      // tensors dropped while they exceed the static limit, as ptxas would refuse the kernel
-      // (polyk-tune found abcd-aebf-dfce sizes whose B took 48 KB alone: "uses too much shared data").
+      // tensors dropped while they exceed the budget (48 KB, the static limit, unless the sizes
+      // give shared[..]), as ptxas would refuse the kernel (polyk-tune found abcd-aebf-dfce sizes
+      // whose B took 48 KB alone: "uses too much shared data").
       auto bytes = [&] {
         long long b = 0;
         for (const auto &t : sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, &kc.shared, kc.sharedLayout))
           b += t.elements() * dtypeBytes(in.tensor(t.tensor)->type);
         return b;
       };
-      while (!kc.shared.empty() && bytes() > kSharedBytes) {
-        spdlog::info("{}: {} not staged: the staged copies would take more than {} bytes of shared memory", kname, kc.shared.back(),
-                     kSharedBytes);
+      while (!kc.shared.empty() && bytes() > budget) {
+        spdlog::info("{}: {} not staged: the staged copies would take more than {} bytes of shared memory{}", kname, kc.shared.back(),
+                     budget, sz.shared > 0 ? "" : " (more with kernel[k] -> shared[BYTES])");
         kc.sharedLayout.erase(kc.shared.back());
         kc.shared.pop_back();
       }

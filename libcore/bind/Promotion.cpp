@@ -120,7 +120,8 @@ void copyStrides(SharedTile &tile, int column, int bytes) {
 
 std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
                                     const isl::union_map &parallel, unsigned members,
-                                    const std::vector<std::string> *tensors, const std::map<std::string, std::vector<int>> &layouts) {
+                                    const std::vector<std::string> *tensors, const std::map<std::string, std::vector<int>> &layouts,
+                                    long long limit) {
   isl::ctx ctx = islCtx();
   std::map<std::string, isl::union_map> reads;
   std::set<std::string> written;
@@ -184,7 +185,7 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
       if (d + 1 < (int)n) column = std::max(column, d);
     copyStrides(tile, column, dtypeBytes(t->type));
     long long b = tile.elements() * dtypeBytes(t->type);
-    if (choose && bytes + b > kSharedBytes) continue;
+    if (choose && bytes + b > limit) continue;
     bytes += b;
     out.push_back(tile);
   }

@@ -576,6 +576,13 @@ bool inMemory(const Scop &s, const TensorDecl &t) {
 Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const EmitOptions &opt, const MmaPlan &mma = {}) {
   Staging staging;
   staging.tiles = stagedTiles(s, bound, k, &staging.stmts, &staging.prefix, &staging.reducedMembers);
+  auto sizes = parseSizes(s.sizes, &s.at.sizes);
+  if (auto it = sizes.find(k); it != sizes.end()) staging.budget = sharedBudget(it->second);
+  // (polyk-bind keeps the copies within the budget; a bound file edited by hand may not.)
+  if (long long bytes = stagedBytes(s, staging); bytes > staging.budget)
+    fail(s.kernels.at(k).at.kernel, s.kernels.at(k).name + ": its staged copies take " + std::to_string(bytes) +
+                                        " bytes of shared memory, more than the " + std::to_string(staging.budget) +
+                                        (staging.budget == kStaticShared ? " a kernel may declare statically; give kernel[" + std::to_string(k) + "] -> shared[" + std::to_string(bytes) + "] in the sizes" : " its sizes give (shared[..])"));
   planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
   // The copies padded for the tensor cores' loads, where that keeps the copy the same (two padded
   // copies may no longer fit for cp.async). (One Staging, returned by name: a Staging without
@@ -583,7 +590,7 @@ Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const Em
   if (mma.on) {
     std::vector<SharedTile> unpadded = staging.tiles;
     bool prefetch = staging.prefetch, async = staging.async;
-    mmaStrides(s, mma, staging.tiles);
+    mmaStrides(s, mma, staging.tiles, staging.budget);
     planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
     if (staging.prefetch != prefetch || staging.async != async) {
       staging.tiles = unpadded;
@@ -654,11 +661,13 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
                 &mapped = unrolled;
   std::string mmaRefusals; // (--mma: why the kernels did not take it, where none did)
   bool mmaTaken = false;
+  std::vector<long long> dynamic(s.kernels.size(), 0); // (bytes of dynamic shared memory, per kernel)
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     MmaPlan mma = regs.any() ? mmaPlan(s, k, kc, regs.points, opt) : MmaPlan();
     Staging staging = kernelStaging(s, bound, k, opt, mma);
+    dynamic[k] = dynamicShared(s, staging);
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     const SplitK &sk = splits[k];
     o += "/* The statements over their domain iterators, as " + kc.name + " runs them. */\n";
@@ -720,27 +729,34 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     o += "\n  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
          ", stream)) != cudaSuccess) return err;\n";
   }
+  // Kernels with copies over the static limit may take that much dynamic shared memory (the
+  // device refuses more than its own limit here).
+  for (const auto &kc : s.kernels)
+    if (long long bytes = dynamic[&kc - s.kernels.data()])
+      o += "  if ((err = cudaFuncSetAttribute(" + kc.name + ", cudaFuncAttributeMaxDynamicSharedMemorySize, " + std::to_string(bytes) +
+           ")) != cudaSuccess) return err;\n";
   IterateCode steps = iterateCode(s, true);
   o += steps.begin;
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     bool split = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt).split;
+    const std::string smem = std::to_string(dynamic[k]);
     if (const SplitK &sk = splits[k]; sk.on) {
       o += splitLaunch(sk, kc, Dialect::Cuda);
       KernelConfig launched = kc;
       launched.grid[2] = splitGridZ(kc);
-      o += "  " + kc.name + "<<<" + launchDims(launched) + ", 0, stream>>>(" + splitArgs() + args(s) + ");\n";
+      o += "  " + kc.name + "<<<" + launchDims(launched) + ", " + smem + ", stream>>>(" + splitArgs() + args(s) + ");\n";
       o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n  }\n";
       continue;
     }
-    o += "  " + kc.name + "<<<" + launchDims(kc) + ", 0, stream>>>(" + (split ? "0, " : "") + args(s) + ");\n";
+    o += "  " + kc.name + "<<<" + launchDims(kc) + ", " + smem + ", stream>>>(" + (split ? "0, " : "") + args(s) + ");\n";
     o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n";
   }
   o += steps.end;
   for (const auto &t : s.tensors)
     if (inMemory(s, t)) o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
   o += "  return cudaSuccess;\n}\n";
-  if (opt.partition) o += emitMultiLauncher(s, mapped, opt, true);
+  if (opt.partition) o += emitMultiLauncher(s, mapped, opt, true, dynamic);
   return o;
 }
 
@@ -817,7 +833,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) +
          undefGuarded(wt) + "}\n";
   }
-  return o + emitMultiLauncher(s, mapped, opt, false);
+  return o + emitMultiLauncher(s, mapped, opt, false, {});
 }
 
 } // namespace polyk::codegen

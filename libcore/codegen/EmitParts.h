@@ -77,7 +77,8 @@ struct BatchSplit {
 };
 BatchSplit batchSplit(const Scop &s);
 std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda);
-std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda);
+std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda,
+                              const std::vector<long long> &dynamicShared);
 std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda);
 /// main() comparing polyk_NAME_<suffix> with the reference.
 std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOptions &opt);

@@ -192,7 +192,7 @@ std::string mmaMacros(const Scop &s, const KernelConfig &kc, const MmaPlan &plan
   return o;
 }
 
-void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles) {
+void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles, long long budget) {
   if (!plan.on) return;
   const ScopStatement &st = *s.statement(plan.update);
   long long bytes = 0;
@@ -232,7 +232,7 @@ void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &til
     }
     bytes += t.elements() * (long long)dtypeBytes(tensor.type);
   }
-  if (bytes <= 48 * 1024) tiles = padded;
+  if (bytes <= budget) tiles = padded;
 }
 
 std::string mmaUndefs(const MmaPlan &plan) {

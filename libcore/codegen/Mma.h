@@ -34,8 +34,9 @@ struct MmaPlan {
 
 /// The staged tiles of the update's operands padded for the fragments' loads: a tile's 8 lanes
 /// along rows (or columns) and 4 along the reduced dim hit 32 distinct banks where the rows run
-/// along consecutive elements (the threads' points cyclic, or in runs of 2).
-void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles);
+/// along consecutive elements (the threads' points cyclic, or in runs of 2); unpadded where the
+/// padded ones would take more than `budget` bytes.
+void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &tiles, long long budget);
 
 /// Whether opt.mma asks kernel `k` of `s` to take the tensor cores: tf32x3, or auto where its
 /// sizes say `mma[1]`.

@@ -87,7 +87,8 @@ std::string offsetBlocks(const std::string &body, const AffineKernelIds &ids, ch
   return patched + body.substr(prologue.size());
 }
 
-std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda) {
+std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda,
+                              const std::vector<long long> &dynamicShared) {
   const Partition &p = *opt.partition;
   std::string o = "\n/* Several devices (polyk-partition's model of '" + p.name + "'). */\n#include \"polyk/multi.hpp\"\n";
   if (cuda) o += "#include <stdexcept>\n#include <string>\n";
@@ -144,7 +145,13 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     std::string block = "dim3(" + std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) + ")";
     auto launch = [&](const std::string &grid, const std::string &dev, const std::string &first) {
       if (!cuda) return "    " + kc.name + "_blocks(" + (plan.split ? "polyk_lo, polyk_hi" : "0, 0") + ", " + deviceArgs(s, false, dev, accessed(*kp, "")) + ");\n";
-      return "    rt.backend().activate(" + dev + ");\n    " + kc.name + "<<<" + grid + ", " + block + ", 0, (cudaStream_t)rt.backend().stream(" + dev +
+      // (The dynamic shared memory's limit is the current device's: raised on each.)
+      const long long smem = k < (int)dynamicShared.size() ? dynamicShared[k] : 0;
+      std::string raise = smem ? "    if (cudaError_t polyk_e = cudaFuncSetAttribute(" + kc.name + ", cudaFuncAttributeMaxDynamicSharedMemorySize, " +
+                                     std::to_string(smem) + "); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"" + kc.name +
+                                     ": \") + cudaGetErrorString(polyk_e));\n"
+                               : "";
+      return "    rt.backend().activate(" + dev + ");\n" + raise + "    " + kc.name + "<<<" + grid + ", " + block + ", " + std::to_string(smem) + ", (cudaStream_t)rt.backend().stream(" + dev +
              ")>>>(" + first + deviceArgs(s, true, dev, accessed(*kp, "")) + ");\n" +
              "    if (cudaError_t polyk_e = cudaGetLastError(); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"" + kc.name +
              ": \") + cudaGetErrorString(polyk_e));\n";

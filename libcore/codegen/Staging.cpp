@@ -200,7 +200,7 @@ void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc, const std:
     asyncSizes = asyncSizes && (b == 4 || b == 8);
   }
   bool async = mode == "async" || words > kPrefetchWords;
-  if (async && (bytes > kAsyncBytes || !asyncSizes)) return;
+  if (async && (bytes > st.budget || !asyncSizes)) return;
   // The prefix with its innermost reduced tile member that has a next value one further (those
   // inside it have one value: the filter's whole window): a next tile of the same block must exist
   // for some instance (a window reduction's one tile has none).
@@ -219,19 +219,50 @@ void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc, const std:
   }
 }
 
+namespace {
+
+/// The elements of one copy of tile t as declared: with two copies (async), each a whole number of
+/// 16-byte vectors, so the second is aligned too.
+long long declaredElements(const Staging &st, const SharedTile &t) { return st.async ? (t.elements() + 3) / 4 * 4 : t.elements(); }
+
+} // namespace
+
+long long stagedBytes(const Scop &s, const Staging &st) {
+  long long bytes = 0;
+  for (const auto &t : st.tiles) {
+    long long b = (st.async ? 2 : 1) * declaredElements(st, t) * dtypeBytes(s.tensor(t.tensor)->type);
+    bytes += (b + 15) / 16 * 16; // (each array 16-byte aligned)
+  }
+  return bytes;
+}
+
+long long dynamicShared(const Scop &s, const Staging &st) {
+  long long bytes = stagedBytes(s, st);
+  return bytes > kStaticShared ? bytes : 0;
+}
+
 std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const KernelConfig &kc) {
   std::string o;
   bool cuda = d == Dialect::Cuda;
+  // Over the static limit, the copies are carved out of the kernel's dynamic shared memory, which
+  // its launcher sizes (dynamicShared).
+  const bool dynamic = cuda && dynamicShared(s, st) > 0;
+  if (dynamic) o += "  extern __shared__ __align__(16) unsigned char polyk_dynamic_shared[];\n";
+  long long offset = 0;
   for (const auto &t : st.tiles) {
     const TensorDecl &tensor = *s.tensor(t.tensor);
-    // (Each copy of the two a whole number of 16-byte vectors, so the second is aligned too.)
-    long long elements = st.async ? (t.elements() + 3) / 4 * 4 : t.elements();
+    long long elements = declaredElements(st, t);
     std::string type = cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type), n = std::to_string(elements);
     std::string shared = cuda ? "__shared__ __align__(16) " : "";
+    std::string at = "(polyk_dynamic_shared + " + std::to_string(offset) + ")";
+    offset += ((st.async ? 2 : 1) * elements * dtypeBytes(tensor.type) + 15) / 16 * 16;
     if (st.async)
-      o += "  " + shared + type + " " + buffersName(t.tensor) + "[2][" + n + "];\n  " + type + " *" + sharedName(t.tensor) + " = " +
-           buffersName(t.tensor) + "[0];\n  polyk_idx ";
-    else o += "  " + shared + type + " " + sharedName(t.tensor) + "[" + n + "];\n  polyk_idx ";
+      o += "  " + (dynamic ? type + " (*" + buffersName(t.tensor) + ")[" + n + "] = (" + type + " (*)[" + n + "])" + at
+                           : shared + type + " " + buffersName(t.tensor) + "[2][" + n + "]") +
+           ";\n  " + type + " *" + sharedName(t.tensor) + " = " + buffersName(t.tensor) + "[0];\n  polyk_idx ";
+    else
+      o += "  " + (dynamic ? type + " *const " + sharedName(t.tensor) + " = (" + type + " *)" + at : shared + type + " " + sharedName(t.tensor) + "[" + n + "]") +
+           ";\n  polyk_idx ";
     for (size_t i = 0; i < t.size.size(); ++i) o += (i ? ", " : "") + offsetName(t.tensor, i);
     o += ";\n";
   }

@@ -31,6 +31,9 @@ struct Staging {
   /// copies both at the mark: the same switching, run by one thread.)
   bool async = false;
   std::vector<isl::multi_aff> nextOffset;
+  /// The bytes the copies may take (the kernel's shared[..], Sizes.h). Where they take more than
+  /// kStaticShared, the kernel declares them in dynamic shared memory (dynamicBytes).
+  long long budget = kStaticShared;
   bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }
   const SharedTile *tile(const std::string &tensor) const {
     for (const auto &t : tiles)
@@ -53,15 +56,18 @@ std::string buffersName(const std::string &t);
 /// 83.0 us; 16, GEMM 4096^3 4781 -> 4212, ab-bc 583 -> 550, abc-bda-dc 365 -> 312; 20,
 /// abcdef-gdab-efgc 121 -> 217 (its kernel already took 128 registers: spills).
 /// Else, under `mode` "auto", or always under "async": the asynchronous copy (Staging::async),
-/// where two copies of the tiles fit in kAsyncBytes of shared memory and every staged element
+/// where two copies of the tiles fit in the budget (Staging::budget) and every staged element
 /// takes 4 or 8 bytes (cp.async's sizes).
 constexpr long long kPrefetchWords = 16;
-constexpr long long kAsyncBytes = 48 * 1024;
 void planPrefetch(const Scop &s, Staging &st, const KernelConfig &kc, const std::string &mode);
 
 /// The kernel's shared arrays (local arrays in the mapped C), the variables holding each tile's
 /// first element, and the prefetch's registers.
 std::string stagingDecls(const Scop &s, const Staging &st, Dialect d, const KernelConfig &kc);
+/// The bytes of shared memory `st`'s copies take as declared, and of those the kernel's dynamic
+/// shared memory (0: all within the static limit, kStaticShared).
+long long stagedBytes(const Scop &s, const Staging &st);
+long long dynamicShared(const Scop &s, const Staging &st);
 
 /// The copy at a `shared` mark, up to and including its barrier (and, with prefetch, the next
 /// tile's loads). `offsets` / `nextOffsets`: the C setting the tiles' first elements there.

@@ -431,6 +431,48 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
   }
 }
 
+/// The tensor cores over a batch of small products (`mma[1]`, codegen/Mma.h): where the tile's y
+/// and x are their whole extents, from 32 to under 128 (a multiple of 16 along y, 8 along x), each
+/// warp of 8 x 4 threads takes the whole y x x tile of one point of the two innermost outer
+/// members, 4 x 2 of them a block (8 warps), where each of those members is one that a factor does
+/// not move with, so the block's copy of that factor serves its points. The copies may take what
+/// the device has (shared[..]: dynamic shared memory). H100
+/// (bench/results/2026-11-26-h100-batched-mma.txt): abcd-aebf-dfce 48^6, tile [4, 2, 48, 48] of
+/// [4, 2, 8, 4] threads, 147 KB of copies, 1366 -> 947 us ([2, 2] 1464, [4, 4] 1207, [1, 2]
+/// 1116); at 64^6 8095 -> 3799. Not for 16 x 16 (abcdef-gdab-efgc: 8 points a thread, 83 -> 197).
+/// Returns whether it applies (the tile, block and shared budget then set).
+bool batchedMma(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
+                KernelSizes &sz) {
+  if (par < 4 || sz.tile.size() != par || sz.block.size() != par) return false;
+  const long long Y = sz.tile[par - 2], X = sz.tile[par - 1];
+  if (Y != extent[par - 2] || X != extent[par - 1] || Y < 32 || X < 32 || Y >= 128 || X >= 128 || Y % 16 != 0 || X % 8 != 0 ||
+      (Y / 8) * (X / 4) > 128)
+    return false;
+  std::vector<isl::pw_multi_aff> reads = operands(update, par);
+  auto reused = [&](size_t m) { // some factor moves with the member, some does not
+    bool with = false, without = false;
+    for (const auto &r : reads) {
+      bool any = false;
+      for (unsigned d = 0; d < outputs(r); ++d) any |= moves(r, d, order[m]);
+      (any ? with : without) = true;
+    }
+    return with && without;
+  };
+  const size_t inner = par - 3, outer = par - 4;
+  if (!reused(inner) || !reused(outer) || extent[inner] < 2 || extent[outer] < 4) return false;
+  KernelSizes b = sz;
+  for (size_t m = 0; m + 2 < par; ++m) b.tile[m] = b.block[m] = m == inner ? 2 : m == outer ? 4 : 1;
+  b.block[par - 2] = 8, b.block[par - 1] = 4;
+  long long blocks = 1;
+  for (size_t m = 0; m < par; ++m) blocks *= (extent[m] + b.tile[m] - 1) / b.tile[m];
+  if (blocks < kSMs) return false; // (a wave at least)
+  b.vector = b.vectorY = 1;
+  b.mma = 1;
+  b.shared = kMaxShared;
+  sz = b;
+  return true;
+}
+
 /// Extents of a statement's first `n` dims at the parameters' values.
 std::vector<long long> extentsAtDefaults(const Scop &scop, const ScopStatement &st, size_t n) {
   isl::set d = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(scop)));
@@ -694,9 +736,11 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // 1.17x, but for one of K = 243 (0.95x); smaller tiles or grids mostly slower.
     // (Kernel 0 only: polyk-tune's emit.mma is kernel 0's. Not where the user gave blocks or vector runs.)
     bool userShape = requested.count((int)k) && (requested[(int)k].vector > 0 || !requested[(int)k].block.empty());
-    if (k == 0 && splittable && !userShape && sz.split == 0 && sz.time == 0 && sz.stream == 0 && !sz.reduce.empty() && sz.reduce.back() % 8 == 0 &&
-        par >= 2 && sz.tile[par - 1] == 128 && sz.tile[par - 2] == 128 && sz.block[par - 1] == 16 && sz.block[par - 2] == 16 &&
-        mmaProductRefusal(scop, *update, (int)(order.empty() ? par - 2 : order[par - 2]), (int)(order.empty() ? par - 1 : order[par - 1])).empty()) {
+    // Else, for a batch of small products, batchedMma.
+    bool mmaSum = k == 0 && splittable && !userShape && sz.split == 0 && sz.time == 0 && sz.stream == 0 && !sz.reduce.empty() &&
+                  sz.reduce.back() % 8 == 0 && par >= 2 &&
+                  mmaProductRefusal(scop, *update, (int)(order.empty() ? par - 2 : order[par - 2]), (int)(order.empty() ? par - 1 : order[par - 1])).empty();
+    if (mmaSum && sz.tile[par - 1] == 128 && sz.tile[par - 2] == 128 && sz.block[par - 1] == 16 && sz.block[par - 2] == 16) {
       long long blocks = 1;
       bool outerPoints = false;
       for (size_t m = 0; m < par; ++m) {
@@ -708,8 +752,13 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         sz.vector = sz.vectorY = 1;
         sz.mma = 1;
       }
+    } else if (mmaSum) {
+      std::vector<size_t> dims = order;
+      for (size_t m = dims.size(); m < par; ++m) dims.push_back(m); // (no order: the band's own)
+      batchedMma(*update, par, dims, extents, sz);
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.mma > 0) sz.mma = it->second.mma;
+    if (auto it = requested.find((int)k); it != requested.end() && it->second.shared > 0) sz.shared = it->second.shared;
     used[(int)k] = sz;
     isl::schedule_node_band b = node.as<isl::schedule_node_band>();
     isl::multi_val tile = isl::multi_val::zero(bandSpace(b));

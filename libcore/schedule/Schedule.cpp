@@ -554,6 +554,8 @@ Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<
       else if (!it->second.tile.empty()) sz.vector = 1;
       if (it->second.vectorY > 0)
         throw UsageError("--sizes: kernel[" + std::to_string(k) + "]: vector[Vy, Vx] applies to the register tiles of affine programs only");
+      if (it->second.shared > 0)
+        throw UsageError("--sizes: kernel[" + std::to_string(k) + "]: shared[..] applies to the staged copies of affine programs only");
     }
     if (sz.tile.size() != band.n_member() || sz.block.size() != band.n_member())
       throw UsageError("--sizes: kernel[" + std::to_string(k) + "] has a band of " + std::to_string(band.n_member()) +

@@ -26,15 +26,15 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
   }
   if (um.is_null()) bad("isl cannot parse '" + text + "'");
   const std::string form =
-      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]', 'kernel[k] -> vector[V]' (or vector[Vy, Vx]), 'kernel[k] -> time[T]', 'kernel[k] -> stream[C]', 'kernel[k] -> split[S]' or 'kernel[k] -> mma[1]'";
+      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]', 'kernel[k] -> vector[V]' (or vector[Vy, Vx]), 'kernel[k] -> time[T]', 'kernel[k] -> stream[C]', 'kernel[k] -> split[S]', 'kernel[k] -> mma[1]' or 'kernel[k] -> shared[BYTES]'";
   isl::map_list maps = um.get_map_list();
   for (int i = 0; i < (int)maps.size(); ++i) {
     isl::map m = maps.at(i);
     if (isl_map_dim(m.get(), isl_dim_param) != 0) bad("each entry must give fixed numbers");
     if (!isl_map_has_tuple_name(m.get(), isl_dim_in) || !isl_map_has_tuple_name(m.get(), isl_dim_out)) bad(form);
     std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
-    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector" && ran != "time" && ran != "stream" && ran != "split" && ran != "mma") || m.domain_tuple_dim() != 1 ||
-        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() > 2) || ((ran == "time" || ran == "stream" || ran == "split" || ran == "mma") && m.range_tuple_dim() != 1))
+    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector" && ran != "time" && ran != "stream" && ran != "split" && ran != "mma" && ran != "shared") || m.domain_tuple_dim() != 1 ||
+        m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() > 2) || ((ran == "time" || ran == "stream" || ran == "split" || ran == "mma" || ran == "shared") && m.range_tuple_dim() != 1))
       bad(form);
     if (m.range_tuple_dim() > 8) bad("at most 8 sizes per entry");
     isl::set w = m.wrap();
@@ -42,7 +42,7 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
       bad("each entry must give fixed numbers");
     // One map per space: several kernels' entries of one kind share it, a point each. Checked to
     // stay within range first, so enumerating the points stays small.
-    const long long limit = ran == "vector" ? kMaxVector : ran == "time" ? kMaxTimeTile : ran == "stream" ? kMaxStream : ran == "split" ? kMaxSplit : ran == "mma" ? 1 : kMaxTile;
+    const long long limit = ran == "vector" ? kMaxVector : ran == "time" ? kMaxTimeTile : ran == "stream" ? kMaxStream : ran == "split" ? kMaxSplit : ran == "mma" ? 1 : ran == "shared" ? kMaxShared : kMaxTile;
     std::string range = "{ kernel[k] -> " + ran + "[";
     for (unsigned d = 0; d < m.range_tuple_dim(); ++d) range += std::string(d ? ", " : "") + "v" + std::to_string(d);
     range += "] : 0 <= k < " + std::to_string(kMaxKernels);
@@ -59,8 +59,8 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
       std::vector<long long> v;
       for (unsigned d = 0; d < m.range_tuple_dim(); ++d) v.push_back(pointCoordinate(pt, 1 + d));
       if (!out.count(k)) out[k].vector = out[k].vectorY = 0; // not given
-      if (ran == "time" || ran == "stream" || ran == "split" || ran == "mma") {
-        long long &slot = ran == "time" ? out[k].time : ran == "stream" ? out[k].stream : ran == "split" ? out[k].split : out[k].mma;
+      if (ran == "time" || ran == "stream" || ran == "split" || ran == "mma" || ran == "shared") {
+        long long &slot = ran == "time" ? out[k].time : ran == "stream" ? out[k].stream : ran == "split" ? out[k].split : ran == "mma" ? out[k].mma : out[k].shared;
         if (slot != 0) error = "kernel[" + std::to_string(k) + "] has two " + ran + " entries";
         slot = v[0];
         return;
@@ -101,6 +101,7 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
     if (s.stream > 0) os << "; kernel[" << k << "] -> stream[" << s.stream << "]";
     if (s.split > 0) os << "; kernel[" << k << "] -> split[" << s.split << "]";
     if (s.mma > 0) os << "; kernel[" << k << "] -> mma[" << s.mma << "]";
+    if (s.shared > 0) os << "; kernel[" << k << "] -> shared[" << s.shared << "]";
     first = false;
   }
   os << " }";

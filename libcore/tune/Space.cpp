@@ -349,8 +349,15 @@ Space deriveSpace(const Scop &flat) {
       else
         sp.constraints.push_back(tiled + product(points) + " <= 64");
       // Shared memory (CNNOpt's eq. 3): a block's reduced tile of the operands polyk-bind stages
-      // fits in the 48 KiB it stages into (the boxes of TuneModel.h: halos and strides included).
+      // fits in the 48 KiB it stages into (the boxes of TuneModel.h: halos and strides included),
+      // or, where the defaults' budget is larger (dynamic shared memory, Sizes.h shared[..]), in
+      // K.shared: that budget or 48 KiB.
       if (!sz.reduce.empty()) {
+        std::string limit = std::to_string(kStaticShared);
+        if (sharedBudget(sz) > kStaticShared) {
+          param(K + "shared", {kStaticShared, sharedBudget(sz)}, sharedBudget(sz));
+          limit = K + "shared";
+        }
         std::vector<std::string> names;
         for (size_t m = 0; m < n; ++m) names.push_back(K + "tile." + std::to_string(m));
         for (size_t q = 0; q < sz.reduce.size(); ++q) names.push_back(K + "reduce." + std::to_string(q));
@@ -358,7 +365,7 @@ Space deriveSpace(const Scop &flat) {
         for (const auto &box : shape == shapes.end() ? std::vector<KernelShape::Box>{} : shape->boxes) terms.push_back(box.expression(names));
         std::string sum;
         for (const auto &t : terms) sum += (sum.empty() ? "" : " + ") + t;
-        if (!sum.empty()) sp.constraints.push_back(sum + " <= 49152");
+        if (!sum.empty()) sp.constraints.push_back(sum + " <= " + limit);
       }
       std::vector<std::string> z;
       for (size_t m = 0; m + 2 < n; ++m) z.push_back(K + "block." + std::to_string(m));
@@ -651,7 +658,7 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
 }
 
 std::string sizesOf(const Space &s, const std::vector<long long> &values) {
-  // kernel -> entry kind (tile, block, reduce, vector, time, stream, split) -> member -> value
+  // kernel -> entry kind (tile, block, reduce, vector, time, stream, split, shared) -> member -> value
   std::map<int, std::map<std::string, std::map<int, long long>>> k;
   for (size_t i = 0; i < s.params.size(); ++i) {
     // k<K>.<kind>[.<m>], K and m at most 4 digits; other names are the user's own.
@@ -667,16 +674,18 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values) {
     std::string kind = rest.substr(0, dot2);
     int member = dot2 == std::string::npos ? 0 : number(rest.substr(dot2 + 1));
     if (kernel < 0 || member < 0 ||
-        (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time" && kind != "stream" && kind != "split"))
+        (kind != "tile" && kind != "block" && kind != "reduce" && kind != "vector" && kind != "time" && kind != "stream" && kind != "split" &&
+         kind != "shared"))
       continue;
     if ((kind == "time" || kind == "stream") && values[i] == 0) continue; // (one step a launch, no streaming: no entry)
     if (kind == "split" && values[i] <= 1) continue;                       // (no split: no entry)
+    if (kind == "shared" && values[i] <= kStaticShared) continue;         // (the static limit: no entry)
     k[kernel][kind][member] = values[i];
   }
   std::string o = "{ ";
   bool first = true;
   for (const auto &[kernel, kinds] : k)
-    for (const char *kind : {"tile", "block", "reduce", "vector", "time", "stream", "split"}) {
+    for (const char *kind : {"tile", "block", "reduce", "vector", "time", "stream", "split", "shared"}) {
       auto it = kinds.find(kind);
       if (it == kinds.end()) continue;
       o += std::string(first ? "" : "; ") + "kernel[" + std::to_string(kernel) + "] -> " + kind + "[";

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "polyk/Scop.h"
+#include "polyk/Sizes.h"
 
 #include <isl/cpp.h>
 
@@ -45,20 +46,18 @@ struct SharedTile {
   }
 };
 
-/// Shared memory a block may use for staged tiles (the static limit of a kernel).
-constexpr long long kSharedBytes = 48 * 1024;
-
 /// The staged tiles of the statements `stmts` of a kernel, below the bands whose values `prefix`
 /// gives for each of their instances; `parallel` maps each instance to its point of the kernel's
 /// parallel band (`members` members, the last on threadIdx.x). With `tensors` given: those
 /// tensors' tiles, in that order (an InputError-free logic_error where one has no fixed-size box).
 /// Without: the tensors worth staging, in declaration order: read and not written there, not
 /// scalars, read by several points of the parallel band (so several threads share each element),
-/// with a fixed-size box; as many as fit in kSharedBytes.
+/// with a fixed-size box; as many as fit in `limit` bytes.
 std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
                                     const isl::union_map &parallel, unsigned members,
                                     const std::vector<std::string> *tensors,
-                                    const std::map<std::string, std::vector<int>> &layouts = {});
+                                    const std::map<std::string, std::vector<int>> &layouts = {},
+                                    long long limit = kStaticShared);
 
 /// The layout that lets a thread read each run of its register tile's points as one vector: where
 /// its points along x come in runs (runX > 1) and tile's tensor is read along x in a dim other than

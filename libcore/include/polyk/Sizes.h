@@ -3,7 +3,8 @@
 //   { kernel[0] -> tile[32, 256]; kernel[0] -> block[32, 8]; kernel[0] -> vector[4] }
 // (on the affine path `vector[Vy, Vx]` gives the runs of a register tile along y and x; and for an
 // iterated stencil `time[T]` runs T steps a launch, each block's tile kept in shared memory; and
-// `split[S]` shares a sum's reduced tiles out over S blocks, split-K).
+// `split[S]` shares a sum's reduced tiles out over S blocks, split-K; `mma[1]` asks for the tensor
+// cores; `shared[B]` lets the staged copies take B bytes, dynamic shared memory over 48 KB).
 #pragma once
 
 #include "polyk/Diagnostics.h"
@@ -42,7 +43,18 @@ struct KernelSizes {
   /// The tensor cores (`kernel[k] -> mma[1]`): polyk-emit's default (--mma=auto) runs the kernel's
   /// register-tiled f32 sum on them (codegen/Mma.h). 0: not asked.
   long long mma = 0;
+  /// The shared memory a block's staged copies may take, in bytes (`kernel[k] -> shared[B]`):
+  /// over the static limit (kStaticShared) the kernel declares its copies dynamically and its
+  /// launcher raises the kernel's limit first. 0: kStaticShared.
+  long long shared = 0;
 };
+
+/// Shared memory a kernel may declare statically (48 KB), and the most a block may opt in to
+/// (sm_90's 227 KB; older devices refuse more than theirs at launch).
+constexpr long long kStaticShared = 48 * 1024;
+constexpr long long kMaxShared = 227 * 1024;
+/// The bytes `sizes` lets a block's staged copies take.
+inline long long sharedBudget(const KernelSizes &sizes) { return sizes.shared > 0 ? sizes.shared : kStaticShared; }
 
 /// The largest kernel number, tile size and vector width a sizes map may give.
 constexpr long long kMaxKernels = 4096;

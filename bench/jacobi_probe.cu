@@ -1,0 +1,158 @@
+// Hand-written Jacobi3D 7-point kernels (512^3, f32) that probe which structure reaches the copy
+// floor on the GPU, before teaching polyk's stages one of them. Each kernel's output is compared
+// bit for bit with the plain one-point-a-thread kernel (same expression order).
+//   nvcc -O3 -arch=sm_90 bench/jacobi_probe.cu -o jp && ./jp [N]
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define F(a, c, im, ip, jm, jp, km, kp) (0.142857f * ((((((c + im) + ip) + jm) + jp) + km) + kp))
+
+__global__ void copy_k(int n, const float4 *__restrict__ a, float4 *__restrict__ b) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) b[i] = a[i];
+}
+
+// One point a thread, flat index (what torch.compile's kernel does).
+__global__ void flat_k(int N, const float *__restrict__ A, float *__restrict__ B) {
+  long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  int k = p % N, j = (p / N) % N, i = p / ((long long)N * N);
+  if (i < 1 || j < 1 || k < 1 || i >= N - 1 || j >= N - 1 || k >= N - 1) return;
+  const int s = N, t = N * N;
+  const float *a = A + p;
+  B[p] = F(0, a[0], a[-t], a[t], a[-s], a[s], a[-1], a[1]);
+}
+
+// Threads on (k, j); each marches C planes along i with the i neighbours in registers.
+template <int C>
+__global__ void march_k(int N, const float *__restrict__ A, float *__restrict__ B) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y * blockDim.y + threadIdx.y;
+  const int i0 = blockIdx.z * C;
+  if (k < 1 || j < 1 || k >= N - 1 || j >= N - 1) return;
+  const int s = N, t = N * N;
+  const int lo = max(i0, 1), hi = min(i0 + C, N - 1);
+  if (lo >= hi) return;
+  const float *a = A + (long long)lo * t + j * s + k;
+  float *b = B + (long long)lo * t + j * s + k;
+  float prev = a[-t], cur = a[0];
+#pragma unroll 4
+  for (int i = lo; i < hi; ++i) {
+    float next = a[t];
+    *b = F(0, cur, prev, next, a[-s], a[s], a[-1], a[1]);
+    prev = cur;
+    cur = next;
+    a += t;
+    b += t;
+  }
+}
+
+// As march_k, with the current plane's (BY + 2) x (BX + 2) tile in shared memory.
+template <int BX, int BY, int C>
+__global__ void __launch_bounds__(BX * BY) smem_k(int N, const float *__restrict__ A, float *__restrict__ B) {
+  __shared__ float tile[2][BY + 2][BX + 2];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int k = blockIdx.x * BX + tx, j = blockIdx.y * BY + ty;
+  const int i0 = blockIdx.z * C;
+  const int s = N, t = N * N;
+  const int lo = max(i0, 1), hi = min(i0 + C, N - 1);
+  const bool in = k >= 1 && j >= 1 && k < N - 1 && j < N - 1;
+  const bool load = k < N && j < N;
+  auto fill = [&](int buf, int i) {
+    const float *p = A + (long long)i * t;
+    // Centre and halo: each thread loads its point; edge threads load the halo.
+    if (load) tile[buf][ty + 1][tx + 1] = p[j * s + k];
+    if (tx == 0 && k >= 1 && j < N) tile[buf][ty + 1][0] = p[j * s + k - 1];
+    if (tx == BX - 1 && k + 1 < N && j < N) tile[buf][ty + 1][BX + 1] = p[j * s + k + 1];
+    if (ty == 0 && j >= 1 && k < N) tile[buf][0][tx + 1] = p[(j - 1) * s + k];
+    if (ty == BY - 1 && j + 1 < N && k < N) tile[buf][BY + 1][tx + 1] = p[(j + 1) * s + k];
+  };
+  if (lo >= hi) return;
+  float prev = load ? A[(long long)(lo - 1) * t + j * s + k] : 0.f;
+  float next = 0.f;
+  fill(0, lo);
+  __syncthreads();
+  int buf = 0;
+  for (int i = lo; i < hi; ++i) {
+    if (load) next = A[(long long)(i + 1) * t + j * s + k];
+    if (i + 1 < hi) fill(buf ^ 1, i + 1);
+    const float cur = tile[buf][ty + 1][tx + 1];
+    if (in)
+      B[(long long)i * t + j * s + k] = F(0, cur, prev, next, tile[buf][ty][tx + 1], tile[buf][ty + 2][tx + 1],
+                                          tile[buf][ty + 1][tx], tile[buf][ty + 1][tx + 2]);
+    prev = cur;
+    __syncthreads();
+    buf ^= 1;
+  }
+}
+
+static float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main(int argc, char **argv) {
+  const int N = argc > 1 ? atoi(argv[1]) : 512;
+  const size_t n = (size_t)N * N * N;
+  float *A, *B, *R, *flush;
+  cudaMalloc(&A, n * 4);
+  cudaMalloc(&B, n * 4);
+  cudaMalloc(&R, n * 4);
+  cudaMalloc(&flush, 256 << 20);
+  std::vector<float> h(n);
+  unsigned x = 12345;
+  for (auto &v : h) v = ((x = x * 1664525u + 1013904223u) >> 8) * (1.f / 16777216.f) - 0.5f;
+  cudaMemcpy(A, h.data(), n * 4, cudaMemcpyHostToDevice);
+  cudaMemset(R, 0, n * 4);
+  const int flatBlocks = (int)((n + 255) / 256);
+  flat_k<<<flatBlocks, 256>>>(N, A, R);
+  std::vector<float> ref(n), out(n);
+  cudaMemcpy(ref.data(), R, n * 4, cudaMemcpyDeviceToHost);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  auto time = [&](const char *name, auto launch, bool check) {
+    cudaMemset(B, 0, n * 4);
+    launch();
+    if (cudaDeviceSynchronize() != cudaSuccess) { printf("%-22s ERROR %s\n", name, cudaGetErrorString(cudaGetLastError())); return; }
+    const char *verdict = "-";
+    if (check) {
+      cudaMemcpy(out.data(), B, n * 4, cudaMemcpyDeviceToHost);
+      size_t bad = 0;
+      for (int i = 1; i < N - 1; ++i)
+        for (int j = 1; j < N - 1; ++j)
+          for (int k = 1; k < N - 1; ++k) {
+            size_t p = ((size_t)i * N + j) * N + k;
+            bad += out[p] != ref[p];
+          }
+      verdict = bad ? "FAIL" : "PASS";
+    }
+    std::vector<float> us;
+    for (int r = 0; r < 30; ++r) {
+      cudaMemsetAsync(flush, r, 256 << 20);
+      cudaEventRecord(e0);
+      launch();
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms;
+      cudaEventElapsedTime(&ms, e0, e1);
+      us.push_back(ms * 1000);
+    }
+    printf("%-22s %-4s median_us=%8.2f\n", name, verdict, median(us));
+  };
+  time("copy", [&] { copy_k<<<132 * 16, 256>>>((int)(n / 4), (const float4 *)A, (float4 *)B); }, false);
+  time("flat256", [&] { flat_k<<<flatBlocks, 256>>>(N, A, B); }, true);
+  time("flat512", [&] { flat_k<<<(int)((n + 511) / 512), 512>>>(N, A, B); }, true);
+#define MARCH(C, BX, BY)                                                                                         \
+  time("march_c" #C "_" #BX "x" #BY,                                                                             \
+       [&] { march_k<C><<<dim3((N + BX - 1) / BX, (N + BY - 1) / BY, (N + C - 1) / C), dim3(BX, BY)>>>(N, A, B); }, \
+       true);
+  MARCH(8, 32, 8) MARCH(16, 32, 8) MARCH(32, 32, 8) MARCH(64, 32, 8) MARCH(16, 64, 4) MARCH(32, 64, 4)
+  MARCH(16, 128, 2) MARCH(64, 128, 2) MARCH(32, 32, 16)
+#define SMEM(C, BX, BY)                                                                                          \
+  time("smem_c" #C "_" #BX "x" #BY,                                                                              \
+       [&] { smem_k<BX, BY, C><<<dim3((N + BX - 1) / BX, (N + BY - 1) / BY, (N + C - 1) / C), dim3(BX, BY)>>>(N, A, B); }, \
+       true);
+  SMEM(16, 32, 8) SMEM(32, 32, 8) SMEM(64, 32, 8) SMEM(32, 64, 4) SMEM(32, 32, 16) SMEM(64, 64, 8)
+  return 0;
+}
