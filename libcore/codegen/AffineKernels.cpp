@@ -687,7 +687,11 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     // an SM (64 registers) hide more of the copies' latency: abcdef-gdab-efgc 114 -> 101 us on an
     // H200 (3 blocks: 105; GEMM 1024^3's 16 points with register prefetch: 83 -> 91, spilling;
     // bench/results/2026-11-26-h200-async-launch-bounds.txt).
+    // On the tensor cores, one block an SM: the fragments' registers come on top of the
+    // accumulators (abcd-aebf-dfce's [4, 2, 24, 4] threads under 4 blocks an SM: 40 registers,
+    // 4.6 KB of spills).
     std::string minBlocks = !regs.any() || staging.tiles.empty() ? ""
+                            : mma.on                            ? ", 1"
                             : staging.async && tilePoints <= 16 ? ", 4"
                             : tilePoints >= 64                  ? ", 1"
                                                                 : ", 2";
