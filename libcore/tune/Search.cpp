@@ -7,9 +7,11 @@
 
 #include "polyk/Flatten.h"
 #include "polyk/Program.h"
+#include "polyk/Sizes.h"
 #include "polyk/TuneModel.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <chrono>
 #include <cmath>
@@ -62,7 +64,19 @@ std::string SpaceModel::key(const std::vector<long long> &v) const {
   return k;
 }
 
-std::vector<long long> SpaceModel::parseKey(const std::string &key, const SourceLoc &at) const {
+bool addedValue(const std::string &name, long long &value) {
+  auto kernelParam = [&](const std::string &kind) {
+    size_t dot = name.find('.');
+    return name.size() > 1 && name[0] == 'k' && dot != std::string::npos && name.substr(dot + 1) == kind &&
+           name.find_first_not_of("0123456789", 1) == dot;
+  };
+  if (name == "emit.mma") return value = 0, true;
+  if (kernelParam("split")) return value = 1, true;
+  if (kernelParam("shared")) return value = kStaticShared, true;
+  return false;
+}
+
+std::vector<long long> SpaceModel::parseKey(const std::string &key, const SourceLoc &at, bool logged) const {
   std::vector<long long> v(s_.params.size(), 0);
   std::vector<bool> seen(v.size(), false);
   size_t pos = 0;
@@ -85,8 +99,11 @@ std::vector<long long> SpaceModel::parseKey(const std::string &key, const Source
     }
     seen[i] = true;
   }
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!seen[i] && s_.params[i].expr.empty()) fail(at, "the configuration gives no value of " + s_.params[i].name);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (seen[i] || !s_.params[i].expr.empty()) continue;
+    if (logged && addedValue(s_.params[i].name, v[i])) continue;
+    fail(at, "the configuration gives no value of " + s_.params[i].name);
+  }
   return v;
 }
 
@@ -224,8 +241,17 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<long long> defaults = model.defaults();
   std::string defaultKey = model.key(defaults);
+  // The logged trials' keys in this space's form: a log from before a parameter existed has keys
+  // without it (SpaceModel::parseKey), which name the same configurations.
+  std::map<std::string, std::string> canonical;
+  auto keyOf = [&](const std::string &logged) {
+    auto it = canonical.find(logged);
+    if (it != canonical.end()) return it->second;
+    return canonical[logged] = model.key(model.parseKey(logged, {log.path()}, true));
+  };
   r.best.index = -1;
-  auto consider = [&](const Trial &t) {
+  auto consider = [&](Trial t) {
+    t.key = keyOf(t.key);
     if (t.status == TrialStatus::Ok && (r.best.index < 0 || t.us < r.best.us)) r.best = t;
     if (t.key == defaultKey) r.defaults = t;
   };
@@ -253,7 +279,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
     size_t room = std::max({(size_t)std::max(1, runner.jobs), 2 * runner.gpus.size()});
     if (search.trials > 0) room = std::min<size_t>(room, (size_t)(search.trials - (long long)log.trials().size()));
     std::set<std::string> taken;
-    for (const Trial &t : log.trials()) taken.insert(t.key);
+    for (const Trial &t : log.trials()) taken.insert(keyOf(t.key));
     std::vector<std::vector<long long>> batch;
     if (!taken.count(defaultKey)) batch.push_back(defaults);
     taken.insert(defaultKey);

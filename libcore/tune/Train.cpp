@@ -40,8 +40,12 @@ ModelData modelData(const std::string &programText, const std::string &programFi
   SpaceModel model(d.space);
   for (const Trial &t : trials) {
     if (t.status != TrialStatus::Ok || t.us <= 0) continue;
-    // name=value over the derived space; a parameter the log's (edited) space left out keeps its default.
+    // name=value over the derived space; a parameter the log's (edited) space left out keeps its
+    // default, or where polyk-tune added it after the log was written, the value its trials ran with.
     std::vector<long long> v = model.defaults();
+    for (size_t i = 0; i < d.space.params.size(); ++i)
+      if (t.key.rfind(d.space.params[i].name + "=", 0) != 0 && t.key.find(" " + d.space.params[i].name + "=") == std::string::npos)
+        addedValue(d.space.params[i].name, v[i]);
     std::istringstream kv(t.key);
     for (std::string item; kv >> item;) {
       size_t eq = item.find('=');

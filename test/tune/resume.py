@@ -85,6 +85,25 @@ def main():
         p = tune(cut, os.path.join(work, "again.yaml"))
         check(p.returncode == 0 and len(trials(cut)) == 10, "rerunning a finished search runs nothing more")
 
+        # A log written before emit.mma existed (an older polyk-tune: no tensor cores, keys without
+        # the parameter) resumes: its trials count as the configurations with emit.mma=0.
+        old = os.path.join(work, "old.jsonl")
+        with open(cut) as f:
+            lines = f.read().splitlines(True)
+        kept = [json.loads(l) for l in lines[1:] if '"trial"' in l and "emit.mma=0" in l]
+        with open(old, "w") as g:
+            g.write(lines[0])
+            for i, t in enumerate(kept):
+                t["trial"], t["config"] = i, re.sub(r"(^| )emit\.mma=0( |$)", r"\1", t["config"]).strip()
+                g.write(json.dumps(t) + "\n")
+        check(len(kept) >= 2 and all("emit.mma" not in t["config"] for t in kept), f"an old log of {len(kept)} trials without emit.mma")
+        p = tune(old, os.path.join(work, "old.yaml"))
+        check(p.returncode == 0 and f"resuming: {len(kept)} trials" in p.stderr, f"it resumes ({p.stderr.strip()[-300:]})")
+        resumed = trials(old)
+        canonical = {re.sub(r"(^| )emit\.mma=0( |$)", r"\1", t["config"]).strip() for t in resumed}
+        check(len(resumed) == 10 and len(canonical) == 10, "none of its configurations is run again (10 distinct in all)")
+        check(os.path.exists(os.path.join(work, "old.yaml")), "and best.yaml is written")
+
         # Another device: refused.
         other = os.path.join(work, "other.jsonl")
         with open(cut) as f, open(other, "w") as g:

@@ -19,6 +19,11 @@
 namespace polyk {
 
 /// The valid configurations of a space, one at a time: expressions filled in, constraints checked.
+/// The parameters polyk-tune's spaces gained after their first logs, with the value a trial logged
+/// before one existed ran with: emit.mma 0 (no tensor cores: session 12), k<K>.split 1 (no
+/// split-K: session 11), k<K>.shared 49152 (the static limit: session 14). False for the others.
+bool addedValue(const std::string &name, long long &value);
+
 class SpaceModel {
 public:
   explicit SpaceModel(const Space &s);
@@ -30,7 +35,9 @@ public:
   /// name=value in the space's order: the log's key.
   std::string key(const std::vector<long long> &v) const;
   /// The inverse of key(); an InputError (at `at`) for a name the space lacks or a missing one.
-  std::vector<long long> parseKey(const std::string &key, const SourceLoc &at) const;
+  /// With `logged`, a key from a log recorded before some of the space's parameters existed: a
+  /// missing one that polyk-tune added later takes the value its trials ran with (addedValue).
+  std::vector<long long> parseKey(const std::string &key, const SourceLoc &at, bool logged = false) const;
 
 private:
   Space s_;
@@ -62,6 +69,7 @@ public:
   TuneLog(const std::string &path, const TuneLogHeader &header);
   const std::vector<Trial> &trials() const { return trials_; }
   bool has(const std::string &key) const { return keys_.count(key) != 0; }
+  const std::string &path() const { return path_; }
   bool dropped() const { return dropped_; }
   void append(const Trial &t);
   /// A record of this session's start (search, seed, the space's size and generation time).
