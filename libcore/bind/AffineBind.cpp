@@ -321,7 +321,7 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       auto bytes = [&] {
         long long b = 0;
         for (const auto &t : sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, &kc.shared, kc.sharedLayout))
-          b += t.elements() * dtypeBytes(in.tensor(t.tensor)->type);
+          b += t.bytes(dtypeBytes(in.tensor(t.tensor)->type));
         return b;
       };
       while (!kc.shared.empty() && bytes() > budget) {

@@ -184,7 +184,7 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     for (int d : movingDims(s, stmts, name, prefix, (int)members - 1))
       if (d + 1 < (int)n) column = std::max(column, d);
     copyStrides(tile, column, dtypeBytes(t->type));
-    long long b = tile.elements() * dtypeBytes(t->type);
+    long long b = tile.bytes(dtypeBytes(t->type));
     if (choose && bytes + b > limit) continue;
     bytes += b;
     out.push_back(tile);

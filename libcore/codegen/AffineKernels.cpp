@@ -597,6 +597,8 @@ Staging kernelStaging(const Scop &s, const isl::schedule &bound, int k, const Em
       planPrefetch(s, staging, s.kernels.at(k), opt.prefetch);
     }
   }
+  if (long long bytes = stagedBytes(s, staging); bytes > staging.budget) // (padding and the two copies are taken only within it)
+    throw std::logic_error(s.kernels.at(k).name + ": staged copies of " + std::to_string(bytes) + " bytes past the budget");
   return staging;
 }
 

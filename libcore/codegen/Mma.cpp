@@ -230,7 +230,7 @@ void mmaStrides(const Scop &s, const MmaPlan &plan, std::vector<SharedTile> &til
         }
       }
     }
-    bytes += t.elements() * (long long)dtypeBytes(tensor.type);
+    bytes += t.bytes(dtypeBytes(tensor.type));
   }
   if (bytes <= budget) tiles = padded;
 }

@@ -32,7 +32,7 @@ struct Staging {
   bool async = false;
   std::vector<isl::multi_aff> nextOffset;
   /// The bytes the copies may take (the kernel's shared[..], Sizes.h). Where they take more than
-  /// kStaticShared, the kernel declares them in dynamic shared memory (dynamicBytes).
+  /// kStaticShared, the kernel declares them in dynamic shared memory (dynamicShared).
   long long budget = kStaticShared;
   bool reads(const std::string &stmt) const { return std::find(stmts.begin(), stmts.end(), stmt) != stmts.end(); }
   const SharedTile *tile(const std::string &tensor) const {

@@ -436,13 +436,13 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
 /// warp of 8 x 4 threads takes the whole y x x tile of one point of the two innermost outer
 /// members, 4 x 2 of them a block (8 warps), where each of those members is one that a factor does
 /// not move with, so the block's copy of that factor serves its points. The copies may take what
-/// the device has (shared[..]: dynamic shared memory). H100
+/// the device has (shared[..] at --shared-limit: dynamic shared memory). H100
 /// (bench/results/2026-11-26-h100-batched-mma.txt): abcd-aebf-dfce 48^6, tile [4, 2, 48, 48] of
 /// [4, 2, 8, 4] threads, 147 KB of copies, 1366 -> 947 us ([2, 2] 1464, [4, 4] 1207, [1, 2]
 /// 1116); at 64^6 8095 -> 3799. Not for 16 x 16 (abcdef-gdab-efgc: 8 points a thread, 83 -> 197).
 /// Returns whether it applies (the tile, block and shared budget then set).
 bool batchedMma(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
-                KernelSizes &sz) {
+                long long sharedLimit, KernelSizes &sz) {
   if (par < 4 || sz.tile.size() != par || sz.block.size() != par) return false;
   const long long Y = sz.tile[par - 2], X = sz.tile[par - 1];
   if (Y != extent[par - 2] || X != extent[par - 1] || Y < 32 || X < 32 || Y >= 128 || X >= 128 || Y % 16 != 0 || X % 8 != 0 ||
@@ -468,7 +468,7 @@ bool batchedMma(const ScopStatement &update, size_t par, const std::vector<size_
   if (blocks < kSMs) return false; // (a wave at least)
   b.vector = b.vectorY = 1;
   b.mma = 1;
-  b.shared = kMaxShared;
+  b.shared = sharedLimit;
   sz = b;
   return true;
 }
@@ -755,10 +755,16 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     } else if (mmaSum) {
       std::vector<size_t> dims = order;
       for (size_t m = dims.size(); m < par; ++m) dims.push_back(m); // (no order: the band's own)
-      batchedMma(*update, par, dims, extents, sz);
+      batchedMma(*update, par, dims, extents, options.sharedLimit, sz);
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.mma > 0) sz.mma = it->second.mma;
-    if (auto it = requested.find((int)k); it != requested.end() && it->second.shared > 0) sz.shared = it->second.shared;
+    if (auto it = requested.find((int)k); it != requested.end() && it->second.shared > 0) {
+      // (A time-tiled or streamed kernel's own buffers stay within the static limit.)
+      if (sz.time > 0 || sz.stream > 0)
+        throw UsageError("kernel[" + std::to_string(k) + "] -> shared[" + std::to_string(it->second.shared) +
+                         "]: a time-tiled or streamed kernel keeps its planes within 48 KB; shared[..] budgets staged copies");
+      sz.shared = it->second.shared;
+    }
     used[(int)k] = sz;
     isl::schedule_node_band b = node.as<isl::schedule_node_band>();
     isl::multi_val tile = isl::multi_val::zero(bandSpace(b));

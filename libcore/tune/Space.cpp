@@ -366,6 +366,10 @@ Space deriveSpace(const Scop &flat) {
         std::string sum;
         for (const auto &t : terms) sum += (sum.empty() ? "" : " + ") + t;
         if (!sum.empty()) sp.constraints.push_back(sum + " <= " + limit);
+        // (Copies whose two copies fit 48 KB take the static limit: the larger budget would build the
+        // same kernel.)
+        if (!sum.empty() && limit != std::to_string(kStaticShared))
+          sp.constraints.push_back(limit + " == " + std::to_string(kStaticShared) + " || 2 * (" + sum + ") > " + std::to_string(kStaticShared));
       }
       std::vector<std::string> z;
       for (size_t m = 0; m + 2 < n; ++m) z.push_back(K + "block." + std::to_string(m));

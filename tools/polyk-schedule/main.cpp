@@ -39,6 +39,11 @@ int main(int argc, char **argv) {
                         "a 2-d or 3-d stencil of one statement: each block walks this many planes along the outermost dim, one "
                         "point of each a thread, the planes its reads reach kept in shared memory (the sizes' kernel[0] -> stream[C])")
              ->check(CLI::Range(1, 4096));
+         app.add_option("--shared-limit", opts.sharedLimit,
+                        "the shared memory a block may take on the target GPU, in bytes (its opt-in limit): the most the "
+                        "default sizes let staged copies take (kernel[k] -> shared[B]); 232448 is sm_90's, 166912 an A100's")
+             ->check(CLI::Range(polyk::kStaticShared, polyk::kMaxShared))
+             ->capture_default_str();
          app.add_option("--fusion-candidates", candidates,
                         "a map (Fousek et al.): also write the DAG of its functions, their threads per instance and the "
                         "fusible candidates (connected, convex, at most --fusion-max functions) to this file (fusion/1)");

@@ -30,6 +30,9 @@ struct SharedTile {
     for (size_t d = 0; d < size.size(); ++d) e = std::max(e, size[d] * stride[d]);
     return e;
   }
+  /// Its bytes in shared memory (elements of `elementBytes`), as polyk-emit declares each copy:
+  /// rounded up to 16, so the next array is aligned.
+  long long bytes(int elementBytes) const { return (elements() * elementBytes + 15) / 16 * 16; }
   /// The copy's innermost dim.
   size_t inner() const { return order.empty() ? size.size() - 1 : (size_t)order.back(); }
   /// The order in which the block's threads take the copy's element groups, fastest first: the

@@ -29,6 +29,10 @@ struct ScheduleOptions {
   /// Planes a block of a 2-d or 3-d stencil walks along its outermost dim (polyk/TimeTiles.h,
   /// streamRefusal): the sizes' `kernel[0] -> stream[C]`. 0: as the sizes say (none).
   long long stream = 0;
+  /// The shared memory a block may take on the target (its opt-in limit per block): the budget the
+  /// defaults give batches of small products on the tensor cores (batchedMma). sm_90's 227 KB by
+  /// default; an A100's is 166912, sm_86's 101376.
+  long long sharedLimit = kMaxShared;
 };
 
 /// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.
