@@ -645,7 +645,7 @@ std::string affineKernelArgs(const Scop &s) { return args(s); }
 std::string affineLaunchDims(const KernelConfig &kc) { return launchDims(kc); }
 bool temporaryInMemory(const Scop &s, const TensorDecl &t) { return inMemory(s, t); }
 
-std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
+std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::vector<long long> *dynamicOut) {
   std::string o;
   o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
   o += "#include \"polyk/runtime.cuh\"\n\n";
@@ -763,6 +763,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt) {
     if (inMemory(s, t)) o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
   o += "  return cudaSuccess;\n}\n";
   if (opt.partition) o += emitMultiLauncher(s, mapped, opt, true, dynamic);
+  if (dynamicOut) *dynamicOut = dynamic;
   return o;
 }
 

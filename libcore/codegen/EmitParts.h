@@ -45,7 +45,8 @@ std::string rowIndex(const std::string &accessMap, size_t rank);
 std::string undefMacros(const Scop &s);
 std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
 /// The affine path's kernels and launcher, and their mapped C (AffineKernels.cpp).
-std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt);
+/// `dynamicOut`, where given, receives each kernel's bytes of dynamic shared memory.
+std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::vector<long long> *dynamicOut = nullptr);
 std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt);
 inline bool isAffine(const Scop &s) { return !s.statements.empty() && s.statements.front().form == Form::Affine; }
 /// Sequential C that runs the CUDA kernels' code (mapping, guards, partials) thread by thread.

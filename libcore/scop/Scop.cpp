@@ -4,6 +4,7 @@
 #include "polyk/Scop.h"
 
 #include "polyk/Isl.h"
+#include "polyk/Sizes.h"
 
 namespace polyk {
 
@@ -243,6 +244,10 @@ Scop readAny(const std::string &text, const std::string &file, const std::string
           kc.at.sharedLayout[t] = doc.loc(e.second);
         }
       }
+      if (YAML::Node dyn = k["dynamic_shared"]) {
+        kc.dynamicShared = doc.integer(dyn);
+        if (kc.dynamicShared < 0 || kc.dynamicShared > kMaxShared) fail(doc.valueLoc(dyn), "dynamic_shared must be between 0 and " + std::to_string(kMaxShared));
+      }
       s.kernels.push_back(kc);
     }
   }
@@ -336,6 +341,7 @@ std::string writeAny(const Scop &s, const std::string &kind, Level level) {
         for (const auto &[t, order] : k.sharedLayout) out << YAML::Key << t << YAML::Value << YAML::Flow << order;
         out << YAML::EndMap;
       }
+      if (k.dynamicShared > 0) out << YAML::Key << "dynamic_shared" << YAML::Value << k.dynamicShared;
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

@@ -69,6 +69,9 @@ struct KernelConfig {
   /// A staged tensor's copy whose dims lie in another order than the tensor's: its dims, outermost
   /// first (`shared_layout: {A: [1, 0]}`: A's copy is transposed).
   std::map<std::string, std::vector<int>> sharedLayout;
+  /// kernel/1: the bytes of dynamic shared memory the kernel is launched with (its staged copies
+  /// past 48 KB; the launcher raises the kernel's limit to them first). 0: none.
+  long long dynamicShared = 0;
   /// Where each field's value was read (empty when built in memory).
   struct Locs {
     SourceLoc kernel, name, grid, block;
