@@ -4,6 +4,7 @@
 #include "polyk/TuneModel.h"
 
 #include "polyk/Bind.h"
+#include "polyk/Emit.h"
 #include "polyk/Isl.h"
 #include "polyk/Schedule.h"
 #include "polyk/TimeTiles.h"
@@ -222,6 +223,30 @@ Space deriveSpace(const Scop &flat) {
     p.fallback = fallback;
     sp.params.push_back(p);
   };
+  // The statement dim band member m of `band` runs along for statement `name` (-1: none, or several).
+  auto memberDim = [](const isl::schedule_node &band, size_t m, const std::string &name) {
+    isl::multi_union_pw_aff partial = band.as<isl::schedule_node_band>().get_partial_schedule();
+    isl::union_pw_aff member = partial.at((int)m);
+    struct Find {
+      const std::string *name;
+      int dim = -1;
+    } find{&name};
+    isl_union_pw_aff_foreach_pw_aff(
+        member.get(),
+        [](isl_pw_aff *pa, void *user) -> isl_stat {
+          Find &f = *static_cast<Find *>(user);
+          isl_space *space = isl_pw_aff_get_domain_space(pa);
+          const char *tuple = isl_space_get_tuple_name(space, isl_dim_set);
+          if (tuple && *f.name == tuple)
+            for (int d = 0; d < (int)isl_space_dim(space, isl_dim_set); ++d)
+              if (isl_pw_aff_involves_dims(pa, isl_dim_in, (unsigned)d, 1) == isl_bool_true) f.dim = f.dim == -1 ? d : -2;
+          isl_space_free(space);
+          isl_pw_aff_free(pa);
+          return isl_stat_ok;
+        },
+        &find);
+    return find.dim < 0 ? -1 : find.dim;
+  };
   int windows = 0, others = 0; // affine kernels with reduced tiles: window reductions or not
   std::string mmaConstraint;    // emit.mma's, where kernel 0 may take the tensor cores
   for (const auto &[k, sz] : used) {
@@ -261,11 +286,17 @@ Space deriveSpace(const Scop &flat) {
         // The tensor cores (polyk-emit --mma=tf32x3, codegen/Mma.h) for kernel 0's f32 sum: where
         // they take it, blocks of [by, 4] threads, by a multiple of 8, an even number of points a
         // thread along y and x and none along the outer members, reduced tiles that 8 divides.
+        // (Only where the update is a sum of products polyk-emit takes, one factor moving with y's
+        // dim and the other with x's: not N-body's forces or Fousek's norms.)
         bool f32 = false;
         for (const auto &name : statementsIn(sched, nodeDomain(band)))
-          if (const ScopStatement *st = sched.statement(name); st->dims.size() > n && st->op && *st->op == ReduceOp::Sum)
-            f32 = f32 || sched.tensor(isl::map(islCtx(), st->write).range_tuple_id().name())->type == DType::F32;
-        if (!window && sum && f32 && k == 0 && n >= 2 && mmaConstraint.empty()) {
+          if (const ScopStatement *st = sched.statement(name); st->dims.size() > n && st->op && *st->op == ReduceOp::Sum && n >= 2)
+            f32 = f32 || mmaProductRefusal(sched, *st, memberDim(band, n - 2, name), memberDim(band, n - 1, name)).empty();
+        // (And where some configuration can: 16 rows, 8 columns and a reduced tile of 8 within
+        // the extents; not Fousek's 3 x 3 products.)
+        bool room = n >= 2 && pow2Ceil(extent[n - 2]) >= 16 && pow2Ceil(extent[n - 1]) >= 8 && shape != shapes.end() &&
+                    !shape->reducedExtent.empty() && pow2Ceil(shape->reducedExtent.back()) >= 8;
+        if (!window && sum && f32 && room && k == 0 && mmaConstraint.empty()) {
           std::string y = std::to_string(n - 2), x = std::to_string(n - 1);
           mmaConstraint = "emit.mma == 0 || (" + K + "block." + x + " == 4 && " + K + "block." + y + " % 8 == 0 && (" + K + "tile." + x +
                           " / " + K + "block." + x + ") % 2 == 0 && (" + K + "tile." + y + " / " + K + "block." + y + ") % 2 == 0 && " +
