@@ -89,6 +89,10 @@ std::vector<long long> SpaceModel::parseKey(const std::string &key, const Source
     std::string name = item.substr(0, eq);
     size_t i = 0;
     while (i < s_.params.size() && s_.params[i].name != name) ++i;
+    // (A logged parameter that polyk-tune added and this space no longer lists, as emit.mma where no
+    // configuration can take the tensor cores: its trials built this space's kernel.)
+    long long ignored = 0;
+    if (logged && eq != std::string::npos && i == s_.params.size() && addedValue(name, ignored)) continue;
     if (eq == std::string::npos || i == s_.params.size()) fail(at, "'" + item + "' names no parameter of the space");
     try {
       size_t used = 0;

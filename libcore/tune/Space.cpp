@@ -294,8 +294,8 @@ Space deriveSpace(const Scop &flat) {
             f32 = f32 || mmaProductRefusal(sched, *st, memberDim(band, n - 2, name), memberDim(band, n - 1, name)).empty();
         // (And where some configuration can: 16 rows, 8 columns and a reduced tile of 8 within
         // the extents; not Fousek's 3 x 3 products.)
-        bool room = n >= 2 && pow2Ceil(extent[n - 2]) >= 16 && pow2Ceil(extent[n - 1]) >= 8 && shape != shapes.end() &&
-                    !shape->reducedExtent.empty() && pow2Ceil(shape->reducedExtent.back()) >= 8;
+        bool room = n >= 2 && shape != shapes.end() && shape->extent.size() == n && shape->extent[n - 2] >= 16 &&
+                    shape->extent[n - 1] >= 8 && !shape->reducedExtent.empty() && shape->reducedExtent.back() >= 8;
         if (!window && sum && f32 && room && k == 0 && mmaConstraint.empty()) {
           std::string y = std::to_string(n - 2), x = std::to_string(n - 1);
           mmaConstraint = "emit.mma == 0 || (" + K + "block." + x + " == 4 && " + K + "block." + y + " % 8 == 0 && (" + K + "tile." + x +
@@ -397,10 +397,6 @@ Space deriveSpace(const Scop &flat) {
         std::string sum;
         for (const auto &t : terms) sum += (sum.empty() ? "" : " + ") + t;
         if (!sum.empty()) sp.constraints.push_back(sum + " <= " + limit);
-        // (Copies whose two copies fit 48 KB take the static limit: the larger budget would build the
-        // same kernel.)
-        if (!sum.empty() && limit != std::to_string(kStaticShared))
-          sp.constraints.push_back(limit + " == " + std::to_string(kStaticShared) + " || 2 * (" + sum + ") > " + std::to_string(kStaticShared));
       }
       std::vector<std::string> z;
       for (size_t m = 0; m + 2 < n; ++m) z.push_back(K + "block." + std::to_string(m));
