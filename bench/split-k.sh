@@ -5,7 +5,10 @@
 #             (OLD_BIN: the tools of the commit before, e.g. a worktree's build/bin; each SEED
 #             COUNT MAX draws COUNT sizes uniform in [1, MAX] with random.Random(SEED))
 #   GPU:      bench/split-k.sh run DIR OUT   (carry DIR) -> OUT/run.txt, OUT/cublas.txt, OUT/table.txt
-# Every size whose CPU reference is affordable (M N K <= 2500^3) is checked with the new defaults.
+# Every size whose CPU reference is affordable (M N K <= 2500^3) is checked with the new defaults;
+# with CHECK=changed (bench/mma-default.sh), each size whose new kernel differs from the old is
+# checked instead at M = 520, N = 650 and a K of its own remainder mod 64 plus 192 (the same kernel:
+# the sizes are compiled in, the extents are not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=$1 dir=$2
@@ -21,8 +24,13 @@ if [ "$mode" = prepare ]; then
     POLYK_BIN=build/bin pipelines/compile.sh "$dir/$name.yaml" "$dir/${name}_new.cu" --harness
     POLYK_BIN=$old pipelines/compile.sh "$dir/$name.yaml" "$dir/${name}_old.cu" --harness
     echo "${name}_new 1 20 check=0" >> "$dir/list.txt"
-    if cmp -s "$dir/${name}_new.cu" "$dir/${name}_old.cu"; then rm "$dir/${name}_old.cu"; else echo "${name}_old 1 20 check=0" >> "$dir/list.txt"; fi
-    [ $((m * n * k)) -le $((2500 * 2500 * 2500)) ] && echo "${name}_new 1 2" >> "$dir/list.txt"
+    if cmp -s "$dir/${name}_new.cu" "$dir/${name}_old.cu"; then
+      rm "$dir/${name}_old.cu"
+    else
+      echo "${name}_old 1 20 check=0" >> "$dir/list.txt"
+      [ "${CHECK:-}" = changed ] && echo "${name}_new 1 2 M=520 N=650 K=$((k % 64 + 192))" >> "$dir/list.txt"
+    fi
+    [ "${CHECK:-}" != changed ] && [ $((m * n * k)) -le $((2500 * 2500 * 2500)) ] && echo "${name}_new 1 2" >> "$dir/list.txt"
   done < "$dir/sizes.txt"
   rm -rf "$dir/runtime" && cp -r libcore/runtime "$dir/runtime"
   echo "$(wc -l < "$dir/sizes.txt") sizes, $(ls "$dir"/*.cu | wc -l) harnesses"
