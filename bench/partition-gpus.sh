@@ -13,6 +13,7 @@
 #       mpi      the same through MPI: 2 ranks x 1 virtual device of GPU 0 against 1 process
 #                with 2 virtual devices; 1 rank per GPU where there are several
 #       peers    torch.compile / cuBLAS single-GPU times (bench/partition_peers.py)
+#       compare  the big workloads against NAME.oldrt (prepare with RT_BASE=REV: REV's CUDA backend)
 #       bw       copy bandwidths: within GPU 0, and GPU 0 <-> 1 (bench/peer_bw.cu)
 #   then here:            python3 bench/partition_table.py FILES... > bench/results/<date>-<device>-partition.csv
 set -uo pipefail
@@ -22,9 +23,10 @@ shift || true
 dir=build/partition
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 # The workloads the real-GPU and MPI parts run (names as in bench/partition.sh).
-big="hotspot16384 nbody131072 matmul16384"
+big="hotspot16384 nbody131072 nbody131072s matmul16384"
 args_hotspot16384="N=16384 S=1500 check=0"
 args_nbody131072="N=131072 check=0"
+args_nbody131072s="N=131072 check=0"
 args_matmul16384="M=16384 N=16384 K=16384 check=0"
 args_hotspot_small="N=300 S=20"
 args_sg7_b2048="B=2048"
@@ -45,6 +47,15 @@ if [ "$mode" = prepare ]; then
       libpsm-infinipath1 libmunge2 libuuid1 libatomic1 > /dev/null) || echo "no OpenMPI packages: the mpi part will skip"
   fi
   "$nvcc" -O2 -arch=sm_90 bench/peer_bw.cu -o "$dir/peer_bw" || exit 1
+  # RT_BASE=REV: the big workloads also built against REV's CUDA backend (NAME.oldrt), for the
+  # `compare` part (the same generated code, the runtime's copies ordered the old way).
+  if [ -n "${RT_BASE:-}" ]; then
+    rm -rf "$dir/runtime_old" && cp -r "$dir/runtime" "$dir/runtime_old" &&
+      git show "$RT_BASE:libcore/runtime/polyk/multi_cuda.cuh" > "$dir/runtime_old/polyk/multi_cuda.cuh" || exit 1
+    # shellcheck disable=SC2016
+    for n in $big; do echo "$n"; done | xargs -P "$jobs" -I{} sh -c \
+      '"$nvcc" -std=c++17 -O3 -arch=sm_90 -I"$dir/runtime_old" -I"$dir/boost" "$dir/{}.cu" -o "$dir/{}.oldrt" || exit 255' || exit 1
+  fi
   du -sh "$dir" .mpi 2> /dev/null
   exit 0
 fi
@@ -97,7 +108,22 @@ for part in "$@"; do
         run_case sg7_b2048 $args_sg7_b2048 backend=gpu devices=$counts time=10
         run_case hotspot16384 $args_hotspot16384 backend=gpu devices=$counts time=2
         run_case nbody131072 $args_nbody131072 backend=gpu devices=$counts time=1
+        run_case nbody131072s $args_nbody131072s backend=gpu devices=$counts time=1
         run_case matmul16384 $args_matmul16384 backend=gpu devices=$counts time=1
+        ;;
+      compare)
+        # The runtime's copy ordering: RT_BASE's backend (NAME.oldrt) against this one, same
+        # generated code, one after the other on the same GPUs.
+        counts=1
+        for c in 2 4 8; do [ "$c" -le "$gpus" ] && counts="$counts,$c"; done
+        for n in $big; do
+          [ -x "$dir/$n.oldrt" ] || { echo "SKIP $n: no $n.oldrt (prepare with RT_BASE=REV)"; continue; }
+          eval "a=\$args_$n"
+          # shellcheck disable=SC2086
+          { echo "== $n.oldrt $a backend=gpu devices=$counts time=1"; timeout 240 "$dir/$n.oldrt" $a backend=gpu devices=$counts time=1 2>&1; echo "rc=$?"; }
+          # shellcheck disable=SC2086
+          run_case "$n" $a backend=gpu devices=$counts time=1
+        done
         ;;
       mpi)
         if ! mpi_ready; then echo "SKIP mpi: no mpirun"; continue; fi

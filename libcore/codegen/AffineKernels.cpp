@@ -706,7 +706,13 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
                                   sk.on ? 1 : 0, true, mma, &outcome);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
-    if (sk.on) body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc);
+    if (sk.on) {
+      // (The clone's offset prologue, patched for the split; the slot reads the local block ids,
+      // each device having its own scratch.)
+      std::string prologue = mapped.kernels.at(k).prologue();
+      if (plan.split) prologue = offsetBlocks(prologue, mapped.kernels.at(k), plan.axis);
+      body = splitPrologue(body, prologue, sk, kc);
+    }
     if (mmaAsked(s, k, opt) && !outcome.taken)
       mmaRefusals += "; " + kc.name + ": " +
                      (!regs.any() ? "no register tile"
@@ -751,7 +757,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
       o += splitLaunch(sk, kc, Dialect::Cuda);
       KernelConfig launched = kc;
       launched.grid[2] = splitGridZ(kc);
-      o += "  " + kc.name + "<<<" + launchDims(launched) + ", " + smem + ", stream>>>(" + splitArgs() + args(s) + ");\n";
+      o += "  " + kc.name + "<<<" + launchDims(launched) + ", " + smem + ", stream>>>(" + (split ? "0, " : "") + splitArgs() + args(s) + ");\n";
       o += "  if ((err = cudaGetLastError()) != cudaSuccess) return err;\n  }\n";
       continue;
     }
@@ -762,7 +768,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
   for (const auto &t : s.tensors)
     if (inMemory(s, t)) o += "  if ((err = cudaFreeAsync(" + t.name + ", stream)) != cudaSuccess) return err;\n";
   o += "  return cudaSuccess;\n}\n";
-  if (opt.partition) o += emitMultiLauncher(s, mapped, opt, true, dynamic);
+  if (opt.partition) o += emitMultiLauncher(s, mapped, opt, true, dynamic, splits);
   if (dynamicOut) *dynamicOut = dynamic;
   return o;
 }
@@ -829,18 +835,24 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
       return "  for (polyk_idx " + var + " = 0; " + var + " < " + extent + "; ++" + var + ")\n";
     };
     o += "\n/* " + kc.name + (plan.split ? std::string(", blocks polyk_lo..polyk_hi along ") + plan.axis : std::string(", all blocks")) + " */\n";
+    const SplitK &sk = splits[k];
     o += "static void " + kc.name + "_blocks(polyk_idx polyk_lo, polyk_idx polyk_hi, " + params(s, false) + ") {\n";
     o += "  (void)polyk_lo; (void)polyk_hi;\n";
-    o += macros(s, kc, Dialect::C, regs, staging, wt);
-    o += range('z', "bz", kc.grid[2]) + range('y', "by", kc.grid[1]) + range('x', "bx", kc.grid[0]);
+    o += macros(s, kc, Dialect::C, regs, staging, wt, sk);
+    // (Split-K: the splits of the range's tiles, with scratch of this call's own.)
+    if (sk.on) o += splitLaunch(sk, kc, Dialect::C);
+    o += range('z', "bz", sk.on ? splitGridZ(kc) : kc.grid[2]) + range('y', "by", kc.grid[1]) + range('x', "bx", kc.grid[0]);
     o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
     o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    o += kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0) + "  }\n" + undefMacros(s) +
-         undefGuarded(wt) + "}\n";
+    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
+    if (sk.on)
+      body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc) +
+             splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk);
+    o += body + "  }\n" + (sk.on ? splitFree() + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + "}\n";
   }
-  return o + emitMultiLauncher(s, mapped, opt, false, {});
+  return o + emitMultiLauncher(s, mapped, opt, false, {}, splits);
 }
 
 } // namespace polyk::codegen

@@ -12,6 +12,8 @@
 
 namespace polyk::codegen {
 
+struct SplitK;
+
 /// `fn(const float *x, float *out` (no closing parenthesis): the inputs and outputs.
 std::string hostSignature(const Scop &s, const std::string &fn, bool cuda);
 std::string emitReference(const Scop &s);
@@ -78,8 +80,9 @@ struct BatchSplit {
 };
 BatchSplit batchSplit(const Scop &s);
 std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda);
+/// `splits`: the kernels' split-K (SplitK.h), run per device on its share of the blocks.
 std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda,
-                              const std::vector<long long> &dynamicShared);
+                              const std::vector<long long> &dynamicShared, const std::map<int, SplitK> &splits);
 std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda);
 /// main() comparing polyk_NAME_<suffix> with the reference.
 std::string emitCHarness(const Scop &s, const std::string &suffix, const EmitOptions &opt);

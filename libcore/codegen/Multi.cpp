@@ -4,10 +4,12 @@
 // runtime fetch the runs of elements a device reads but does not hold and record the runs it
 // writes, both listed by the generated enumerators (libcore/partition/Enumerators.cpp).
 #include "EmitParts.h"
+#include "SplitK.h"
 
 #include "polyk/Partition.h"
 #include "polyk/Tool.h"
 
+#include <array>
 #include <set>
 
 #include <isl/aff.h>
@@ -88,7 +90,7 @@ std::string offsetBlocks(const std::string &body, const AffineKernelIds &ids, ch
 }
 
 std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const EmitOptions &opt, bool cuda,
-                              const std::vector<long long> &dynamicShared) {
+                              const std::vector<long long> &dynamicShared, const std::map<int, SplitK> &splits) {
   const Partition &p = *opt.partition;
   std::string o = "\n/* Several devices (polyk-partition's model of '" + p.name + "'). */\n#include \"polyk/multi.hpp\"\n";
   if (cuda) o += "#include <stdexcept>\n#include <string>\n";
@@ -143,7 +145,10 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     if (!kp) throw UsageError("--partition: the model has no kernel '" + kc.name + "' (it was made from another bound program)");
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     std::string block = "dim3(" + std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) + ")";
-    auto launch = [&](const std::string &grid, const std::string &dev, const std::string &first) {
+    static const SplitK unsplit;
+    const SplitK &sk = splits.count(k) ? splits.at(k) : unsplit;
+    // grid: the launch's blocks along x, y and z (before split-K's).
+    auto launch = [&](std::array<std::string, 3> grid, const std::string &dev, const std::string &first) {
       if (!cuda) return "    " + kc.name + "_blocks(" + (plan.split ? "polyk_lo, polyk_hi" : "0, 0") + ", " + deviceArgs(s, false, dev, accessed(*kp, "")) + ");\n";
       // (The dynamic shared memory's limit is the current device's: raised on each.)
       const long long smem = k < (int)dynamicShared.size() ? dynamicShared[k] : 0;
@@ -151,15 +156,20 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
                                      std::to_string(smem) + "); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"" + kc.name +
                                      ": \") + cudaGetErrorString(polyk_e));\n"
                                : "";
-      return "    rt.backend().activate(" + dev + ");\n" + raise + "    " + kc.name + "<<<" + grid + ", " + block + ", " + std::to_string(smem) + ", (cudaStream_t)rt.backend().stream(" + dev +
-             ")>>>(" + first + deviceArgs(s, true, dev, accessed(*kp, "")) + ");\n" +
+      // Split-K: the device's scratch on its own stream (polyk::OrderedScratch keeps one a stream),
+      // the same splits on every device count, so the sums' order, and their bits, stay.
+      const std::string stream = "(cudaStream_t)rt.backend().stream(" + dev + ")";
+      std::string split = sk.on ? splitLaunch(sk, kc, Dialect::Cuda, stream, true) : "";
+      if (sk.on) grid[2] = "(" + grid[2] + ") * polyk_nsplit";
+      return "    rt.backend().activate(" + dev + ");\n" + raise + split + "    " + kc.name + "<<<dim3(" + grid[0] + ", " + grid[1] + ", " + grid[2] + "), " + block + ", " +
+             std::to_string(smem) + ", " + stream + ">>>(" + first + (sk.on ? splitArgs() : "") + deviceArgs(s, true, dev, accessed(*kp, "")) + ");\n" +
              "    if (cudaError_t polyk_e = cudaGetLastError(); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"" + kc.name +
-             ": \") + cudaGetErrorString(polyk_e));\n";
+             ": \") + cudaGetErrorString(polyk_e));\n" + (sk.on ? "  }\n" : "");
     };
     if (!plan.split) {
       o += "  { /* " + kc.name + ": on device 0 (" + kp->reason + ") */\n";
       for (const auto &t : accessed(*kp, "")) o += "    rt.acquireAll(0, *" + t + ");\n";
-      o += "    if (rt.backend().local(0)) {\n" + launch(affineLaunchDims(kc).substr(0, affineLaunchDims(kc).find("), dim3(") + 1), "0", "") + "    }\n";
+      o += "    if (rt.backend().local(0)) {\n" + launch({kc.grid[0], kc.grid[1], kc.grid[2]}, "0", "") + "    }\n";
       for (const auto &t : accessed(*kp, "write")) o += "    rt.wroteAll(0, *" + t + ");\n";
       o += "  }\n";
       continue;
@@ -192,7 +202,7 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     o += "  if (rt.track && !" + runsOf + ".listed()) {\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + list + "  }\n  " + runsOf + ".finish();\n  }\n";
     o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + before + "  }\n";
     o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + "    if (!rt.backend().local(polyk_d)) continue; /* another process's */\n" +
-         launch("dim3(" + dims[0] + ", " + dims[1] + ", " + dims[2] + ")", "polyk_d", "polyk_lo * " + plan.inner + ", ") + "  }\n";
+         launch({dims[0], dims[1], dims[2]}, "polyk_d", "polyk_lo * " + plan.inner + ", ") + "  }\n";
     o += "  if (rt.track)\n  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n" + share + after + "  }\n";
     o += "  }\n";
   }

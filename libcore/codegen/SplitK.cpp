@@ -44,7 +44,10 @@ SplitK splitK(const Scop &s, int k, const KernelConfig &kc, const std::string &e
   SplitK sk;
   auto sizes = parseSizes(s.sizes, &s.at.sizes);
   auto it = sizes.find(k);
-  if (it == sizes.end() || it->second.split <= 1 || opt.partition) return sk;
+  if (it == sizes.end() || it->second.split <= 1) return sk;
+  // Under --partition a kernel runs unsplit where a member is folded into blockIdx.z, which split-K
+  // shares with its splits (polyk-partition may split that member).
+  if (opt.partition && kc.grid[2] != "1") return sk;
   const KernelSizes &sz = it->second;
   std::string where = kc.name + ": kernel[" + std::to_string(k) + "] -> split[" + std::to_string(sz.split) + "]: ";
   if (sz.reduce.empty()) fail(s.at.sizes, where + "the kernel has no reduce sizes (a tiled reduced band)");
@@ -146,7 +149,7 @@ std::string splitCombine(const std::string &final, Dialect d) {
   return o + final + "  }\n";
 }
 
-std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d) {
+std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d, const std::string &stream, bool throws) {
   std::string R = std::to_string(sk.reduceTile), T = threadsOf(kc), points = std::to_string(sk.points);
   std::string o = "  { /* " + kc.name + ", split-K: at most " + std::to_string(sk.splits) + " blocks a tile, each whole reduced tiles */\n";
   o += "  const polyk_idx polyk_t0 = polyk_floord(" + sk.lo + ", " + R + ");\n";
@@ -160,8 +163,11 @@ std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d) {
   if (d == Dialect::Cuda) {
     o += "  static polyk::OrderedScratch<" + sk.type + "> polyk_scratch;\n";
     o += "  " + sk.type + " *polyk_partials = nullptr;\n  unsigned int *polyk_counters = nullptr;\n";
-    o += "  if ((err = polyk_scratch.get(stream, polyk_tiles * polyk_nsplit * " + points + " * " + T + ", polyk_tiles * " + T +
-         ", &polyk_partials, &polyk_counters)) != cudaSuccess)\n    return err;\n";
+    std::string get = "polyk_scratch.get(" + stream + ", polyk_tiles * polyk_nsplit * " + points + " * " + T + ", polyk_tiles * " + T +
+                      ", &polyk_partials, &polyk_counters)";
+    o += throws ? "  if (cudaError_t polyk_e = " + get + "; polyk_e != cudaSuccess)\n    throw std::runtime_error(std::string(\"" + kc.name +
+                      ": \") + cudaGetErrorString(polyk_e));\n"
+                : "  if ((err = " + get + ") != cudaSuccess)\n    return err;\n";
   } else {
     o += "  " + sk.type + " *polyk_partials = (" + sk.type + " *)malloc(sizeof(" + sk.type + ") * polyk_tiles * polyk_nsplit * " + points +
          " * " + T + ");\n";

@@ -52,9 +52,10 @@ std::string splitPrologue(const std::string &body, const std::string &prologue, 
 /// The count after the partials, and `final` (the stores' code) in the last block of the tile.
 std::string splitCombine(const std::string &final, Dialect d);
 /// Host code before kernel `name`'s launch: its share and scratch (CUDA: polyk::OrderedScratch;
-/// C: malloc'd, `splitFree` frees it). Sets polyk_t0_NAME, polyk_chunk_NAME, polyk_nsplit_NAME,
-/// polyk_partials_NAME, polyk_counters_NAME.
-std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d);
+/// C: malloc'd, `splitFree` frees it). Sets polyk_t0, polyk_chunk, polyk_nsplit, polyk_partials,
+/// polyk_counters in a block the caller closes. CUDA: the scratch is `stream`'s (and the current
+/// device's); an error returns it as `err`, or with `throws`, throws std::runtime_error.
+std::string splitLaunch(const SplitK &sk, const KernelConfig &kc, Dialect d, const std::string &stream = "stream", bool throws = false);
 std::string splitFree();
 /// The arguments before the kernel's own, and its grid's z (blockIdx.z's count).
 std::string splitArgs();

@@ -183,7 +183,11 @@ bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
   return some;
 }
 
-constexpr long long kSMs = 132; // H100 SXM
+constexpr long long kSMsPerCard = 132; // H100 SXM
+// The SMs the grid is spread over: a card's, times ScheduleOptions::devices (set by scheduleAffine
+// for the helpers below; a program partitioned over N GPUs sees each of its kernels' grids shared
+// out N ways, so its blocks fill N cards).
+thread_local long long kSMs = kSMsPerCard;
 // Split-K by default (SplitK.h), bench/results/2026-11-26-h100-split-k.txt:
 // - a register tile (staged reads) where the grid fills under 3/4 of the card's block slots (2
 //   blocks an SM, 1 for 64 points a thread): about 2 waves of slots in all, each share at least
@@ -500,6 +504,10 @@ bool windowReduction(const ScopStatement &update, size_t par) {
 }
 
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+  struct CardsGuard {
+    explicit CardsGuard(long long devices) { kSMs = kSMsPerCard * std::max<long long>(1, devices); }
+    ~CardsGuard() { kSMs = kSMsPerCard; }
+  } cards(options.devices);
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
   // Time tiling by itself (--time-tile auto): an iterated stencil whose sizes give kernel[0] no
@@ -717,7 +725,15 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       // points, split 4 ways 229 -> 315 us.)
       if (points == 1) S = std::min({(reducedIterations + kPointShare - 1) / kPointShare, tiles0, std::max<long long>(1, 16 * kSMs / blocks)});
       S = std::min(S, kMaxSplit);
-      if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots)) && S >= 2) sz.split = S;
+      // A few points a thread (N-body's 3 components) where the grid holds fewer threads than 256
+      // an SM: about 4 waves of slots (N-body 131072 on 4 H100s, one thread a body, 7.8 warps an
+      // SM unsplit: 3.66x one GPU split 9 ways, 3.77x 17 ways, 3.78x 33 ways, 3.73x 5 ways;
+      // bench/results/2026-11-27-h100x4-nbody-splits.txt).
+      long long threads = 1;
+      for (long long b : sz.block) threads *= b;
+      bool fewThreads = points > 1 && points < 16 && blocks * threads < kSMs * 256;
+      if (fewThreads) S = std::min({(4 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare, kMaxSplit});
+      if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots) || fewThreads) && S >= 2) sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.

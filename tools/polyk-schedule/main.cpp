@@ -44,6 +44,11 @@ int main(int argc, char **argv) {
                         "default sizes let staged copies take (kernel[k] -> shared[B]); 232448 is sm_90's, 166912 an A100's")
              ->check(CLI::Range(polyk::kStaticShared, polyk::kMaxShared))
              ->capture_default_str();
+         app.add_option("--devices", opts.devices,
+                        "the GPUs polyk-partition will share each kernel's blocks over: affine kernels' default sizes (tiles, "
+                        "split-K) fill that many cards, each running a 1/N share of the grid")
+             ->check(CLI::Range(1, 64))
+             ->capture_default_str();
          app.add_option("--fusion-candidates", candidates,
                         "a map (Fousek et al.): also write the DAG of its functions, their threads per instance and the "
                         "fusible candidates (connected, convex, at most --fusion-max functions) to this file (fusion/1)");

@@ -33,6 +33,9 @@ struct ScheduleOptions {
   /// defaults give batches of small products on the tensor cores (batchedMma). sm_90's 227 KB by
   /// default; an A100's is 166912, sm_86's 101376.
   long long sharedLimit = kMaxShared;
+  /// The GPUs the program will be partitioned over (polyk-partition): the affine defaults size
+  /// grids, and split-K, for that many cards' SMs (each device runs a 1/N share of the blocks).
+  long long devices = 1;
 };
 
 /// Returns the schedule/1 content; `usedSizes` receives the sizes of every kernel.
