@@ -86,6 +86,7 @@ def projection(t, first, c, d, bw):
 
 
 PLOTTED = {"hotspot16384": "Hotspot 16384² ×1500", "nbody131072": "N-body 131072 ×96",
+           "nbS17": "N-body 131072 ×96, split 17 ways (--devices 4)",
            "matmul16384": "Matmul 16384²", "jacobi3d": "Jacobi3D 512³"}
 
 
@@ -102,7 +103,8 @@ def plot(t, real, first, bw, out, title, device="H100"):
             ax.plot(*zip(*measured), "o-", color=f"C{i}", label=f"{label}, measured")
         if (c, "polyk-1gpu") in t:
             proj = [(1, 1.0)] + [(d, projection(t, first, c, d, bw)) for d in (2, 4, 8) if (c, f"polyk-virtual-{d}") in t]
-            ax.plot(*zip(*proj), "x--", color=f"C{i}", alpha=0.7, label=f"{label}, projected")
+            if len(proj) > 1:
+                ax.plot(*zip(*proj), "x--", color=f"C{i}", alpha=0.7, label=f"{label}, projected")
     ax.set_xlabel(f"GPUs ({device})")
     ax.set_ylabel("speedup over the same program on 1 GPU")
     ax.set_xticks([1, 2, 4, 8])
