@@ -199,6 +199,9 @@ thread_local long long kSMs = kSMsPerCard;
 //   loads, GEMM 298 x 109 x 490 58 us, 48 x 871 x 606 76 us): shares of kPointShare iterations,
 //   at most 16 blocks an SM in all.
 constexpr long long kSplitShare = 256, kPointShare = 128;
+// Split-C of a convolution (a padded sum, one output a thread): reductions of at least
+// kConvSplitLength iterations, shares of about kConvSplitShare, at most kMaxConvSplit blocks a tile.
+constexpr long long kConvSplitLength = 2048, kConvSplitShare = 288, kMaxConvSplit = 16;
 
 /// Default sizes of an affine kernel's parallel band (extents at the parameters' values).
 /// Plain: 32 threads along the innermost dim (fewer for a shorter one), up to 256 in all with the
@@ -734,6 +737,22 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       bool fewThreads = points > 1 && points < 16 && blocks * threads < kSMs * 256;
       if (fewThreads) S = std::min({(4 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare, kMaxSplit});
       if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots) || fewThreads) && S >= 2) sz.split = S;
+    }
+    if (shape == Shape::Plain && summed && !userTiles && sz.reduce.empty() && reducedDims > 0 && sz.time == 0 && sz.stream == 0 &&
+        reducedIterations >= kConvSplitLength) {
+      // Split-C: a padded sum (a convolution, one output a thread) whose grid holds fewer threads
+      // than 4 x 256 an SM, with a long reduction: its input channels in tiles of 8 (the filter's
+      // dims whole), shared out so that each block sums about kConvSplitShare iterations (H100,
+      // bench/results/2026-11-27-h100-conv-split-c.txt: R12 237 -> 137 us split 16 ways (cuDNN 162),
+      // R10 292 -> 125 (4 ways; 16: 134), R9 154 -> 115 (8 ways); R7, R6, R4, D6, D5, reductions of
+      // 576 to 1152, ran slower split any way).
+      long long threads = 1;
+      for (size_t m = 0; m < par; ++m) threads *= ((extents[m] + sz.tile[m] - 1) / sz.tile[m]) * sz.block[m];
+      std::vector<long long> reduce(updateExtents.begin() + (long)par, updateExtents.end());
+      reduce[0] = std::min<long long>(reduce[0], 8);
+      long long tiles0 = (updateExtents[par] + reduce[0] - 1) / reduce[0];
+      long long S = std::min({reducedIterations / kConvSplitShare, tiles0, kMaxConvSplit});
+      if (threads < 4 * kSMs * 256 && S >= 2) sz.reduce = reduce, sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.

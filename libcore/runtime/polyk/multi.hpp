@@ -68,7 +68,8 @@ class Backend {
   virtual void fill(int dev, void *p, unsigned char byte, size_t bytes) = 0;
   // Before launching on dev (cudaSetDevice for real GPUs).
   virtual void activate(int /*dev*/) {}
-  // dev's cudaStream_t for CUDA backends, for the launches.
+  // dev's cudaStream_t for CUDA backends, for the launches: queue the launch on it before the
+  // next backend call (CudaBackend orders later copies after the stream's end at their call).
   virtual void *stream(int /*dev*/) { return nullptr; }
   virtual void synchronize() = 0;
   // Whether this process drives dev (MpiBackend: one process per GPU, every process running the

@@ -116,6 +116,12 @@ class CudaBackend : public Backend {
     for (const Inflight &f : inflight[size_t(src)])
       if (f.lo < hi && lo < f.hi)
         POLYK_MULTI_CUDA_CHECK(cudaStreamWaitEvent(in, copied[size_t(src) * ring + size_t(f.slot)], 0));
+    // ...and after the copies out of dst, not yet joined, that still read (part of) `to` (a device
+    // that launched nothing since it sent them: a kernel that ran on other devices only).
+    const char *tlo = static_cast<const char *>(to), *thi = tlo + bytes;
+    for (const Reader &r : readers[size_t(dst)])
+      if (r.lo < thi && tlo < r.hi)
+        POLYK_MULTI_CUDA_CHECK(cudaStreamWaitEvent(in, copied[size_t(r.dst) * ring + size_t(r.slot)], 0));
     if (mode == Mode::Gpu)
       POLYK_MULTI_CUDA_CHECK(cudaMemcpyPeerAsync(to, first + dst, from, first + src, bytes, in));
     else
@@ -125,7 +131,7 @@ class CudaBackend : public Backend {
     const int slot = int(copies[size_t(dst)]++ % ring);
     POLYK_MULTI_CUDA_CHECK(cudaEventRecord(copied[size_t(dst) * ring + size_t(slot)], in));
     inflight[size_t(dst)].push_back({static_cast<const char *>(to), static_cast<const char *>(to) + bytes, slot});
-    readers[size_t(src)].push_back({dst, slot});
+    readers[size_t(src)].push_back({dst, slot, lo, hi});
   }
   void upload(int dst, void *to, const void *host, size_t bytes) override {
     settle(dst);
@@ -147,7 +153,8 @@ class CudaBackend : public Backend {
     POLYK_MULTI_CUDA_CHECK(cudaSetDevice(mode == Mode::Gpu ? first + dev : home));
   }
   // For a launch: work queued on it after this call sees every copy into dev issued before, and
-  // does not overwrite what copies out of dev issued before still read.
+  // does not overwrite what copies out of dev issued before still read. Queue the launch before
+  // the next backend call (acquire's copies wait for the stream's end as of their call).
   void *stream(int dev) override {
     settle(dev);
     return streams.at(size_t(dev));
@@ -244,7 +251,8 @@ class CudaBackend : public Backend {
     int slot;
   };
   struct Reader {
-    int dst, slot;  // a copy out of the device, by its destination's event
+    int dst, slot;        // a copy out of the device, by its destination's event
+    const char *lo, *hi;  // the bytes it reads
   };
 
   Mode mode;
