@@ -334,9 +334,10 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
   o += "  std::vector<polyk::multi::Buffer *> polyk_parts;\n";
   for (const auto &[out, op] : ops) {
     const TensorDecl &t = *s.tensor(out);
-    o += "  std::vector<std::unique_ptr<polyk::multi::Buffer>> polyk_part_" + out + "(polyk_devs);\n";
-    o += "  for (int polyk_d = 1; polyk_d < polyk_devs; ++polyk_d) polyk_part_" + out + "[polyk_d].reset(new polyk::multi::Buffer(rt, \"" + out +
-         " (partial)\", sizeof(" + (cuda ? cudaStorageType(t.type) : cStorageType(t.type)) + "), " + elementsExpr(t) + "));\n";
+    // (Kept by the runtime across calls: rt.kept.)
+    o += "  std::vector<polyk::multi::Buffer *> polyk_part_" + out + "(polyk_devs);\n";
+    o += "  for (int polyk_d = 1; polyk_d < polyk_devs; ++polyk_d) polyk_part_" + out + "[polyk_d] = &rt.kept(\"" + s.name + " " + out +
+         " (partial) \" + std::to_string(polyk_d), sizeof(" + (cuda ? cudaStorageType(t.type) : cStorageType(t.type)) + "), " + elementsExpr(t) + ");\n";
   }
   o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n";
   // (Shares rounded up: device 0's is never empty unless the batch is, and it always runs, so the
@@ -357,7 +358,7 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
       o += "    if (" + slab + " > 0 && polyk_lo <= polyk_hi) rt.acquire(polyk_d, " + t.name + ", polyk_runs);\n";
       args += ", " + t.name + ".on<" + T + ">(polyk_d) + polyk_lo * " + slab;
     } else {
-      std::string buf = "(polyk_d == 0 ? &" + t.name + " : polyk_part_" + t.name + "[polyk_d].get())";
+      std::string buf = "(polyk_d == 0 ? &" + t.name + " : polyk_part_" + t.name + "[polyk_d])";
       o += "    polyk::multi::Buffer &polyk_o_" + t.name + " = *" + buf + ";\n    rt.reserve(polyk_d, polyk_o_" + t.name +
            ", [&] { polyk::multi::Runs r; if (polyk_o_" + t.name + ".elements() > 0) polyk::multi::Runs::add(0, polyk_o_" + t.name +
            ".elements() - 1, &r); return r; }());\n";
