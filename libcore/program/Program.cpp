@@ -217,6 +217,39 @@ void checkInBounds(const ProgramStatement &ps, const Program &p, const std::vect
   isl::ctx ctx = islCtx();
   if (!st.where.empty() && isl::set(ctx, domain + " }").is_empty())
     fail(ps.loc.shifted(st.where.front().offset), "the 'where' clause leaves no instance of the statement");
+  // A padded read through a window (a subscript with a reduced index: a convolution's y + fy - 1)
+  // may fall outside its tensor, but not by the whole window: a padding as large as the filter
+  // leaves outputs that read the padding value only (PyTorch refuses such a padding too). Checked
+  // at the parameters' values, where the shapes fix how the output and input extents relate.
+  std::set<std::string> outputIndices;
+  for (const auto &sub : st.lhs.subscripts)
+    for (const auto &[name, c] : sub.terms) outputIndices.insert(name);
+  std::string values, outs;
+  for (size_t k = 0; k < p.params.size(); ++k)
+    values += (k ? " and p" : "p") + std::to_string(k) + " = " + std::to_string(p.params[k].second);
+  for (size_t k = 0; k < ps.iterators.size(); ++k)
+    if (outputIndices.count(ps.iterators[k])) outs += (outs.empty() ? "d" : ", d") + std::to_string(k);
+  for (const Access *a : accesses) {
+    const TensorDecl *t = p.tensor(a->tensor);
+    if (!t->padding || a == accesses.front()) continue;
+    for (size_t d = 0; d < a->subscripts.size(); ++d) {
+      bool window = false;
+      for (const auto &[name, c] : a->subscripts[d].terms)
+        window |= c != 0 && !outputIndices.count(name) &&
+                  std::find(ps.iterators.begin(), ps.iterators.end(), name) != ps.iterators.end();
+      if (!window || a->subscripts[d].isName()) continue;
+      const Extent &e = t->shape[d];
+      std::string extent = e.param.empty() ? std::to_string(e.value) : isl.at(e.param);
+      std::string sub = islAffine(a->subscripts[d], isl);
+      isl::map toOutput(ctx, "[" + params + "] -> { [" + dims + "] -> [" + outs + "] }");
+      isl::set all = isl::set(ctx, domain + (values.empty() ? "" : " and " + values) + " }").apply(toOutput);
+      isl::set inside = isl::set(ctx, domain + (values.empty() ? "" : " and " + values) + " and 0 <= " + sub + " < " + extent + " }").apply(toOutput);
+      if (!all.subtract(inside).is_empty())
+        fail(ps.loc.shifted(a->indexOffsets[d]), "padding as large as the window: subscript '" + a->indices[d] + "' of '" + a->tensor +
+                                                     "' falls outside [0, " + e.str() + ") for every value of its reduced indices at some outputs, "
+                                                     "which would read the padding value only (dim " + std::to_string(d) + ")");
+    }
+  }
   for (const Access *a : accesses) {
     const TensorDecl *t = p.tensor(a->tensor);
     if (t->padding && a != accesses.front()) continue; // a read outside yields the padding value
