@@ -508,8 +508,9 @@ bool windowReduction(const ScopStatement &update, size_t par) {
 
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   struct CardsGuard {
+    long long saved = kSMs;
     explicit CardsGuard(long long devices) { kSMs = kSMsPerCard * std::max<long long>(1, devices); }
-    ~CardsGuard() { kSMs = kSMsPerCard; }
+    ~CardsGuard() { kSMs = saved; }
   } cards(options.devices);
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
@@ -640,7 +641,10 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     const ScopStatement *update = nullptr;
     for (const ScopStatement *st : kernels[k])
       if (st->dims.size() > par && !fuseAll) update = st;
-    const ScopStatement *summed = update && update->op && *update->op == ReduceOp::Sum ? update : nullptr;
+    // (Not a bool sum: split-K's partials are read with __ldcg, which CUDA has no bool form of.)
+    const TensorDecl *sumOut = update ? scop.tensor(isl::map(islCtx(), update->write).range_tuple_id().name()) : nullptr;
+    const bool boolSum = sumOut && sumOut->type == DType::Bool;
+    const ScopStatement *summed = update && update->op && *update->op == ReduceOp::Sum && !boolSum ? update : nullptr;
     std::vector<long long> updateExtents = update ? extentsAtDefaults(scop, *update, update->dims.size()) : std::vector<long long>{};
     long long reducedIterations = 1;
     for (size_t d = par; d < updateExtents.size(); ++d) reducedIterations *= updateExtents[d];
@@ -758,6 +762,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.
       std::string why = !update || sz.reduce.empty() ? "the kernel has no tiled reduced band (a reduction with register tiles)"
                         : !update->op || *update->op != ReduceOp::Sum ? "only sums are split"
+                        : boolSum                                   ? "a bool sum is not split"
                         : sz.time > 0 || sz.stream > 0 ? "a time-tiled or streamed kernel is not split"
                                                        : "";
       if (!why.empty()) throw UsageError("kernel[" + std::to_string(k) + "] -> split[" + std::to_string(it->second.split) + "]: " + why);
