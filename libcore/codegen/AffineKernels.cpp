@@ -792,30 +792,35 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   std::map<int, SplitK> splits = kernelSplits(s, bound, opt);
   isl::schedule separated = isolateReducedTiles(restrictSplits(bound, s, splits), s);
   AffineMapping mapped = applyAffineMapping(separated, s), unrolled = applyAffineMapping(unrollRegisters(separated), s);
-  IterateCode steps = iterateCode(s, false);
-  o += steps.begin;
-  for (const auto &kc : s.kernels) {
+  // Kernel k's code on the CPU, block after block (the block loops from `range`: axis, variable,
+  // extent), thread after thread: its macros, and split-K's scratch and combine where it has one.
+  using BlockRange = std::function<std::string(char, const std::string &, const std::string &)>;
+  auto blocksOnCpu = [&](const KernelConfig &kc, const BlockRange &range) {
     int k = (int)(&kc - s.kernels.data());
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt); // (the CUDA kernel's, run by one thread)
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     const SplitK &sk = splits[k];
-    o += "  /* " + kc.name + " */\n" + macros(s, kc, Dialect::C, regs, staging, wt, sk);
-    if (sk.on) o += splitLaunch(sk, kc, Dialect::C);
+    std::string c = macros(s, kc, Dialect::C, regs, staging, wt, sk);
+    if (sk.on) c += splitLaunch(sk, kc, Dialect::C);
     // blockIdx / threadIdx as the kernel's prologue reads them.
-    o += "  for (polyk_idx bz = 0; bz < " + (sk.on ? splitGridZ(kc) : kc.grid[2]) + "; ++bz)\n";
-    o += "  for (polyk_idx by = 0; by < " + kc.grid[1] + "; ++by)\n";
-    o += "  for (polyk_idx bx = 0; bx < " + kc.grid[0] + "; ++bx)\n";
-    o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
-    o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
-    o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
-    o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
+    c += range('z', "bz", sk.on ? splitGridZ(kc) : kc.grid[2]) + range('y', "by", kc.grid[1]) + range('x', "bx", kc.grid[0]);
+    c += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
+    c += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
+    c += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
+    c += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
     if (sk.on)
       body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc) +
              splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk);
-    o += body + "  }\n" + (sk.on ? splitFree() + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk);
-  }
+    return c + body + "  }\n" + (sk.on ? splitFree() + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk);
+  };
+  auto whole = [](char, const std::string &var, const std::string &extent) {
+    return "  for (polyk_idx " + var + " = 0; " + var + " < " + extent + "; ++" + var + ")\n";
+  };
+  IterateCode steps = iterateCode(s, false);
+  o += steps.begin;
+  for (const auto &kc : s.kernels) o += "  /* " + kc.name + " */\n" + blocksOnCpu(kc, whole);
   o += steps.end;
   for (const auto &t : s.tensors)
     if (t.role == Role::Temporary && !promotedAnywhere(s, t.name)) o += "  free(" + t.name + ");\n";
@@ -825,32 +830,16 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   // (all of them where it is not split), which the CPU backend's launcher calls per device.
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
-    RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
-    Staging staging = kernelStaging(s, bound, k, opt);
-    WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     auto range = [&](char axis, const std::string &var, const std::string &extent) {
       if (plan.split && plan.axis == axis)
         return "  for (polyk_idx " + var + " = polyk_lo * " + plan.inner + "; " + var + " < (polyk_hi + 1) * " + plan.inner + "; ++" + var + ")\n";
-      return "  for (polyk_idx " + var + " = 0; " + var + " < " + extent + "; ++" + var + ")\n";
+      return whole(axis, var, extent);
     };
     o += "\n/* " + kc.name + (plan.split ? std::string(", blocks polyk_lo..polyk_hi along ") + plan.axis : std::string(", all blocks")) + " */\n";
-    const SplitK &sk = splits[k];
     o += "static void " + kc.name + "_blocks(polyk_idx polyk_lo, polyk_idx polyk_hi, " + params(s, false) + ") {\n";
-    o += "  (void)polyk_lo; (void)polyk_hi;\n";
-    o += macros(s, kc, Dialect::C, regs, staging, wt, sk);
     // (Split-K: the splits of the range's tiles, with scratch of this call's own.)
-    if (sk.on) o += splitLaunch(sk, kc, Dialect::C);
-    o += range('z', "bz", sk.on ? splitGridZ(kc) : kc.grid[2]) + range('y', "by", kc.grid[1]) + range('x', "bx", kc.grid[0]);
-    o += "  for (polyk_idx tz = 0; tz < " + std::to_string(kc.block[2]) + "; ++tz)\n";
-    o += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
-    o += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
-    o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
-    if (sk.on)
-      body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc) +
-             splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk);
-    o += body + "  }\n" + (sk.on ? splitFree() + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + "}\n";
+    o += "  (void)polyk_lo; (void)polyk_hi;\n" + blocksOnCpu(kc, range) + "}\n";
   }
   return o + emitMultiLauncher(s, mapped, opt, false, {}, splits);
 }
