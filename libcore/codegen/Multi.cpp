@@ -145,8 +145,7 @@ std::string emitMultiLauncher(const Scop &s, const AffineMapping &mapped, const 
     if (!kp) throw UsageError("--partition: the model has no kernel '" + kc.name + "' (it was made from another bound program)");
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);
     std::string block = "dim3(" + std::to_string(kc.block[0]) + ", " + std::to_string(kc.block[1]) + ", " + std::to_string(kc.block[2]) + ")";
-    static const SplitK unsplit;
-    const SplitK &sk = splits.count(k) ? splits.at(k) : unsplit;
+    const SplitK &sk = splits.at(k); // (kernelSplits: one a kernel, `on` where it splits)
     // grid: the launch's blocks along x, y and z (before split-K's).
     auto launch = [&](std::array<std::string, 3> grid, const std::string &dev, const std::string &first) {
       if (!cuda) return "    " + kc.name + "_blocks(" + (plan.split ? "polyk_lo, polyk_hi" : "0, 0") + ", " + deviceArgs(s, false, dev, accessed(*kp, "")) + ");\n";

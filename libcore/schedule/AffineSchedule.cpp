@@ -183,11 +183,10 @@ bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
   return some;
 }
 
-constexpr long long kSMsPerCard = 132; // H100 SXM
-// The SMs the grid is spread over: a card's, times ScheduleOptions::devices (set by scheduleAffine
-// for the helpers below; a program partitioned over N GPUs sees each of its kernels' grids shared
-// out N ways, so its blocks fill N cards).
-thread_local long long kSMs = kSMsPerCard;
+// The SMs of a card (H100 SXM). The rules below take `sms`, the SMs a kernel's grid is spread
+// over: a card's times ScheduleOptions::devices (a program partitioned over N GPUs sees each of its
+// kernels' grids shared out N ways, so its blocks fill N cards).
+constexpr long long kSMsPerCard = 132;
 // Split-K by default (SplitK.h), bench/results/2026-11-26-h100-split-k.txt:
 // - a register tile (staged reads) where the grid fills under 3/4 of the card's block slots (2
 //   blocks an SM, 1 for 64 points a thread): about 2 waves of slots in all, each share at least
@@ -216,7 +215,7 @@ enum class Shape { Plain, Stencil, Registers, Window };
 /// `reducedIterations` (0: none): a sum's reduced iterations; where their shares of kSplitShare
 /// give 4 x 4-point tiles 2 waves of blocks, the register tile stops shrinking there, and
 /// scheduleAffine splits its reduced band over blocks instead.
-KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long long reducedIterations) {
+KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long long reducedIterations, long long sms) {
   bool reduction = shape == Shape::Registers;
   KernelSizes s;
   size_t n = extent.size();
@@ -299,12 +298,12 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long 
     // (And fewer threads than 256 a SM: N-body's blocks of 16 x 4 threads with 8 points each,
     // 512 blocks, ran at 148 ms, 72 ms with 4 points.)
     bool stopChecked = false;
-    while (blocks() < kSMs || blocks() * threads < kSMs * 256) {
+    while (blocks() < sms || blocks() * threads < sms * 256) {
       // (Checked once, at the first tile of 16 points or fewer; it stops only at 16, where
       // scheduleAffine's split applies: 16 points or more, under 3/4 of 2 blocks an SM.)
       if (reducedIterations > 0 && !wholeX && points() <= 16 && !stopChecked) {
         stopChecked = true;
-        if (points() == 16 && 4 * blocks() < 3 * 2 * kSMs && blocks() * (reducedIterations / kSplitShare) >= 2 * kSMs) break;
+        if (points() == 16 && 4 * blocks() < 3 * 2 * sms && blocks() * (reducedIterations / kSplitShare) >= 2 * sms) break;
       }
       size_t best = n;
       for (size_t m = wholeX ? n - 1 : n; m-- > 0;)
@@ -318,8 +317,8 @@ KernelSizes affineSizes(const std::vector<long long> &extent, Shape shape, long 
     // blocks of 8 x 8: 55% of 2 waves) 223 -> 187 us, 1672 x 1414 x 1010 (64%) 274 -> 223, but
     // 2154 x 1499 x 1066 (77%) 290 against 302, 2330 x 1662 x 1613 (94%) 430 against 454.
     if (!wholeX && points() == 64 && s.tile[n - 1] / s.block[n - 1] == 8 && s.tile[n - 2] / s.block[n - 2] == 8) {
-      long long b = blocks(), waves = (b + kSMs - 1) / kSMs;
-      if (b < 7 * waves * kSMs / 10) s.tile[n - 1] /= 2;
+      long long b = blocks(), waves = (b + sms - 1) / sms;
+      if (b < 7 * waves * sms / 10) s.tile[n - 1] /= 2;
     }
   }
   if (shape == Shape::Stencil && n > 2) {
@@ -412,7 +411,7 @@ std::vector<long long> reducedTiles(const Scop &scop, const ScopStatement &updat
 /// along e, which B moves, 181.8; bench/results/2026-11-26-h100-contraction-outer-points.txt),
 /// where the points stay at most 64 and the grid at least 2 waves of blocks.
 void outerPoints(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
-                 KernelSizes &sz) {
+                 long long sms, KernelSizes &sz) {
   if (par < 4 || pow2Ceil(extent[par - 1]) > 16 || sz.tile.size() != par || sz.block.size() != par) return;
   std::vector<isl::pw_multi_aff> reads = operands(update, par);
   auto movesAny = [&](const isl::pw_multi_aff &r, size_t dim) {
@@ -432,7 +431,7 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
     }
     if (!some || !shared) continue;
     long long after = blocks / ((extent[m] + sz.tile[m] - 1) / sz.tile[m]) * ((extent[m] + 4 * sz.tile[m] - 1) / (4 * sz.tile[m]));
-    if (after < 2 * kSMs) return;
+    if (after < 2 * sms) return;
     sz.tile[m] *= 4;
     return;
   }
@@ -449,7 +448,7 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
 /// 1116); at 64^6 8095 -> 3799. Not for 16 x 16 (abcdef-gdab-efgc: 8 points a thread, 83 -> 197).
 /// Returns whether it applies (the tile, block and shared budget then set).
 bool batchedMma(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
-                long long sharedLimit, KernelSizes &sz) {
+                long long sharedLimit, long long sms, KernelSizes &sz) {
   if (par < 4 || sz.tile.size() != par || sz.block.size() != par) return false;
   const long long Y = sz.tile[par - 2], X = sz.tile[par - 1];
   if (Y != extent[par - 2] || X != extent[par - 1] || Y < 32 || X < 32 || Y >= 128 || X >= 128 || Y % 16 != 0 || X % 8 != 0 ||
@@ -472,7 +471,7 @@ bool batchedMma(const ScopStatement &update, size_t par, const std::vector<size_
   b.block[par - 2] = 8, b.block[par - 1] = 4;
   long long blocks = 1;
   for (size_t m = 0; m < par; ++m) blocks *= (extent[m] + b.tile[m] - 1) / b.tile[m];
-  if (blocks < kSMs) return false; // (a wave at least)
+  if (blocks < sms) return false; // (a wave at least)
   b.vector = b.vectorY = 1;
   b.mma = 1;
   b.shared = sharedLimit;
@@ -507,11 +506,7 @@ bool windowReduction(const ScopStatement &update, size_t par) {
 }
 
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
-  struct CardsGuard {
-    long long saved = kSMs;
-    explicit CardsGuard(long long devices) { kSMs = kSMsPerCard * std::max<long long>(1, devices); }
-    ~CardsGuard() { kSMs = saved; }
-  } cards(options.devices);
+  const long long sms = kSMsPerCard * std::max<long long>(1, options.devices);
   isl::ctx ctx = islCtx();
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
   // Time tiling by itself (--time-tile auto): an iterated stencil whose sizes give kernel[0] no
@@ -650,8 +645,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     for (size_t d = par; d < updateExtents.size(); ++d) reducedIterations *= updateExtents[d];
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
     bool splittable = shape == Shape::Registers && summed && !userTiles;
-    KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0);
-    if (shape == Shape::Registers && update && !userTiles && !order.empty()) outerPoints(*update, par, order, extents, sz);
+    KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0, sms);
+    if (shape == Shape::Registers && update && !userTiles && !order.empty()) outerPoints(*update, par, order, extents, sms, sz);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
         // Time tiling: a larger tile by default (the widening's share of a tile shrinks with it).
@@ -724,13 +719,13 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       // 1672 101 -> 79; bench/results/2026-11-26-h100-split-k.txt).
       long long blocks = 1, points = 1;
       for (size_t m = 0; m < par; ++m) blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m], points *= sz.tile[m] / sz.block[m];
-      long long slots = (points >= 64 ? 1 : 2) * kSMs;
+      long long slots = (points >= 64 ? 1 : 2) * sms;
       long long tiles0 = (updateExtents[par] + sz.reduce[0] - 1) / sz.reduce[0];
       blocks = std::max<long long>(1, blocks); // (an extent of 0 at the params' values)
       long long S = std::min({(2 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare});
       // (Not where the grid is one wave already: GEMM 708 x 2724 x 1831, 132 blocks of 8 x 8
       // points, split 4 ways 229 -> 315 us.)
-      if (points == 1) S = std::min({(reducedIterations + kPointShare - 1) / kPointShare, tiles0, std::max<long long>(1, 16 * kSMs / blocks)});
+      if (points == 1) S = std::min({(reducedIterations + kPointShare - 1) / kPointShare, tiles0, std::max<long long>(1, 16 * sms / blocks)});
       S = std::min(S, kMaxSplit);
       // A few points a thread (N-body's 3 components) where the grid holds fewer threads than 256
       // an SM: about 4 waves of slots (N-body 131072 on 4 H100s, one thread a body, 7.8 warps an
@@ -738,7 +733,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       // bench/results/2026-11-27-h100x4-nbody-splits.txt).
       long long threads = 1;
       for (long long b : sz.block) threads *= b;
-      bool fewThreads = points > 1 && points < 16 && blocks * threads < kSMs * 256;
+      bool fewThreads = points > 1 && points < 16 && blocks * threads < sms * 256;
       if (fewThreads) S = std::min({(4 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare, kMaxSplit});
       if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots) || fewThreads) && S >= 2) sz.split = S;
     }
@@ -756,7 +751,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       reduce[0] = std::min<long long>(reduce[0], 8);
       long long tiles0 = (updateExtents[par] + reduce[0] - 1) / reduce[0];
       long long S = std::min({reducedIterations / kConvSplitShare, tiles0, kMaxConvSplit});
-      if (threads < 4 * kSMs * 256 && S >= 2) sz.reduce = reduce, sz.split = S;
+      if (threads < 4 * sms * 256 && S >= 2) sz.reduce = reduce, sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.
@@ -787,7 +782,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         blocks *= (extents[m] + sz.tile[m] - 1) / sz.tile[m];
         outerPoints |= m + 2 < par && sz.tile[m] != sz.block[m];
       }
-      if (!outerPoints && 2 * blocks >= 3 * kSMs) {
+      if (!outerPoints && 2 * blocks >= 3 * sms) {
         sz.block[par - 2] = 32, sz.block[par - 1] = 4;
         sz.vector = sz.vectorY = 1;
         sz.mma = 1;
@@ -795,7 +790,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     } else if (mmaSum) {
       std::vector<size_t> dims = order;
       for (size_t m = dims.size(); m < par; ++m) dims.push_back(m); // (no order: the band's own)
-      batchedMma(*update, par, dims, extents, options.sharedLimit, sz);
+      batchedMma(*update, par, dims, extents, options.sharedLimit, sms, sz);
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.mma > 0) sz.mma = it->second.mma;
     if (auto it = requested.find((int)k); it != requested.end() && it->second.shared > 0) {
