@@ -23,6 +23,7 @@ nbody131072s examples/nbody_steps.yaml 1 N=131072 check=0 devices=1,2,4,8 time=1
 matmul8192 examples/blas/gemm4096.yaml 1 M=8192 N=8192 K=8192 check=0 devices=1,2,4,8 time=3
 matmul16384 examples/blas/gemm4096.yaml 1 M=16384 N=16384 K=16384 check=0 devices=1,2,4,8 time=1
 sg7_b2048 examples/panamera/sg7.yaml 1 B=2048 devices=1,2,4,8 time=10
+grad_bf16 examples/batch_grad_bf16.yaml 1 B=1024 H=65536 devices=1,2,4,8 time=10
 LIST
 }
 # polyk-schedule's options per case: nbody131072s is N-body sized for 4 GPUs (--devices 4: one

@@ -589,14 +589,16 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
   return o + "}\n";
 }
 
-std::string emitCudaKernels(const Scop &s, const EmitOptions &opt) {
+std::string emitCudaKernels(const Scop &s, const EmitOptions &opt, bool prologue) {
   std::set<std::string> promoted = promotedTensors(s);
 
   std::string o;
-  o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
-  if (opt.blockReduce == "cub") o += "#define POLYK_BLOCK_REDUCE_CUB 1\n";
-  o += "#include \"polyk/runtime.cuh\"\n\n";
-  o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
+  if (prologue) {
+    o += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n";
+    if (opt.blockReduce == "cub") o += "#define POLYK_BLOCK_REDUCE_CUB 1\n";
+    o += "#include \"polyk/runtime.cuh\"\n\n";
+    o += indexHelpers(Dialect::Cuda, needsWideIndices(s)) + "\n";
+  }
 
   isl::schedule mapped = applyMapping(readIslSchedule(s.schedule), s.kernels);
   std::vector<std::vector<size_t>> groups = groupsOf(s, mapped, opt);

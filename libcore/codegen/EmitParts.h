@@ -45,7 +45,8 @@ AccessPrinter statementReads(const Scop &s, const ScopStatement &st, Dialect d, 
 /// promoted temporary (`rows` of statementMacros: polyk-bind's rows of a thread per instance).
 std::string rowIndex(const std::string &accessMap, size_t rank);
 std::string undefMacros(const Scop &s);
-std::string emitCudaKernels(const Scop &s, const EmitOptions &opt);
+/// `prologue`: the includes and index helpers first (off for a second program in the same file).
+std::string emitCudaKernels(const Scop &s, const EmitOptions &opt, bool prologue = true);
 /// The affine path's kernels and launcher, and their mapped C (AffineKernels.cpp).
 /// `dynamicOut`, where given, receives each kernel's bytes of dynamic shared memory.
 std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::vector<long long> *dynamicOut = nullptr);

@@ -223,8 +223,6 @@ BatchSplit batchSplit(const Scop &s) {
     const TensorDecl *t = s.tensor(out);
     if (st.kind == StmtKind::Reduce) reduced.insert(out);
     else if (t && t->role == Role::Output && st.kind != StmtKind::Init) return refuse("output " + out + " is not written by a reduction alone");
-    if (st.kind == StmtKind::Reduce && st.op && t && (t->type == DType::F16 || t->type == DType::BF16))
-      return refuse("output " + out + " is " + (t->type == DType::F16 ? "f16" : "bf16") + " (partials would round in it; not built yet)");
   }
   for (const auto &st : s.statements)
     for (const auto &r : st.reads) {
@@ -300,6 +298,22 @@ std::string hostCombine(ReduceOp op, DType t, const std::string &a, const std::s
   return std::string(op == ReduceOp::Max ? "polyk_fmax" : "polyk_fmin") + f + "(" + a + ", " + x + ")";
 }
 
+/// An output stored as f16 or bf16: over several devices its partials stay f32, the type its
+/// reduction accumulates in, and are rounded once, after the combine (rounding each device's
+/// partial would add a rounding per device).
+bool narrowFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+/// The program with its f16 / bf16 outputs made f32: what each device runs when some output is
+/// narrow (its kernels and launcher renamed, `_partial`, beside the program's own).
+Scop partialsProgram(const Scop &s) {
+  Scop p = s;
+  p.name = s.name + "_partial";
+  for (auto &t : p.tensors)
+    if (t.role == Role::Output && narrowFloat(t.type)) t.type = DType::F32;
+  for (auto &k : p.kernels) k.name += "_partial";
+  return p;
+}
+
 } // namespace
 
 std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) {
@@ -312,16 +326,29 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
                   "   the program on its share of the batch into its own partial outputs; device 0 combines them in\n"
                   "   device order. */\n#include \"polyk/multi.hpp\"\n";
   if (cuda) o += "#include <stdexcept>\n#include <string>\n";
+  // f16 / bf16 outputs: every device (0 too) runs the program with those outputs f32, into kept
+  // f32 partials; device 0 combines them in f32 and rounds once into the output (polyk_NAME_finish_OUT).
+  bool narrow = false;
+  for (const auto &[out, op] : ops) narrow |= narrowFloat(s.tensor(out)->type);
+  std::string program = s.name;
+  if (narrow) {
+    Scop part = partialsProgram(s);
+    program = part.name;
+    o += "\n/* " + s.name + " with its f16 / bf16 outputs f32: each device's partials. */\n";
+    o += cuda ? emitCudaKernels(part, opt, false) : emitMappedC(part, opt);
+  }
+  auto partType = [&](const TensorDecl &t) { return narrowFloat(t.type) ? DType::F32 : t.type; };
   for (const auto &[out, op] : ops) {
     const TensorDecl &t = *s.tensor(out);
-    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
-    if (cuda)
-      o += "__global__ void polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T +
-           " *part) {\n  polyk_idx i = (polyk_idx)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = " + reduceOpTag(op) +
-           "::apply(out[i], part[i]);\n}\n";
-    else
-      o += "static inline void polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T +
-           " *part) {\n  for (polyk_idx i = 0; i < n; ++i) out[i] = " + hostCombine(op, t.type, "out[i]", "part[i]") + ";\n}\n";
+    DType pt = partType(t);
+    std::string T = cuda ? cudaStorageType(pt) : cStorageType(pt), N = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
+    const std::string d = cuda ? "__global__ void " : "static inline void ";
+    const std::string loop = cuda ? "  polyk_idx i = (polyk_idx)blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) " : "  for (polyk_idx i = 0; i < n; ++i) ";
+    o += d + "polyk_" + s.name + "_combine_" + out + "(polyk_idx n, " + T + " *out, const " + T + " *part) {\n" + loop + "out[i] = " +
+         (cuda ? std::string(reduceOpTag(op)) + "::apply(out[i], part[i])" : hostCombine(op, pt, "out[i]", "part[i]")) + ";\n}\n";
+    if (narrowFloat(t.type))
+      o += d + "polyk_" + s.name + "_finish_" + out + "(polyk_idx n, " + N + " *out, const " + T + " *part) {\n" + loop + "out[i] = " +
+           storeValue(cuda ? Dialect::Cuda : Dialect::C, t.type, "part[i]") + ";\n}\n";
   }
   std::string sig;
   for (const auto &[name, value] : s.params) sig += ", const polyk_idx " + name;
@@ -335,8 +362,10 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
     const TensorDecl &t = *s.tensor(out);
     // (Kept by the runtime across calls: rt.kept.)
     o += "  std::vector<polyk::multi::Buffer *> polyk_part_" + out + "(polyk_devs);\n";
-    o += "  for (int polyk_d = 1; polyk_d < polyk_devs; ++polyk_d) polyk_part_" + out + "[polyk_d] = &rt.kept(\"" + s.name + " " + out +
-         " (partial) \" + std::to_string(polyk_d), sizeof(" + (cuda ? cudaStorageType(t.type) : cStorageType(t.type)) + "), " + elementsExpr(t) + ");\n";
+    DType pt = partType(t);
+    o += "  for (int polyk_d = " + std::string(narrowFloat(t.type) ? "0" : "1") + "; polyk_d < polyk_devs; ++polyk_d) polyk_part_" + out +
+         "[polyk_d] = &rt.kept(\"" + s.name + " " + out + " (partial) \" + std::to_string(polyk_d), sizeof(" +
+         (cuda ? cudaStorageType(pt) : cStorageType(pt)) + "), " + elementsExpr(t) + ");\n";
   }
   o += "  for (int polyk_d = 0; polyk_d < polyk_devs; ++polyk_d) {\n";
   // (Shares rounded up: device 0's is never empty unless the batch is, and it always runs, so the
@@ -357,7 +386,8 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
       o += "    if (" + slab + " > 0 && polyk_lo <= polyk_hi) rt.acquire(polyk_d, " + t.name + ", polyk_runs);\n";
       args += ", " + t.name + ".on<" + T + ">(polyk_d) + polyk_lo * " + slab;
     } else {
-      std::string buf = "(polyk_d == 0 ? &" + t.name + " : polyk_part_" + t.name + "[polyk_d])";
+      std::string buf = narrowFloat(t.type) ? "polyk_part_" + t.name + "[polyk_d]" : "(polyk_d == 0 ? &" + t.name + " : polyk_part_" + t.name + "[polyk_d])";
+      if (narrowFloat(t.type)) T = cuda ? cudaStorageType(DType::F32) : cStorageType(DType::F32);
       o += "    polyk::multi::Buffer &polyk_o_" + t.name + " = *" + buf + ";\n    rt.reserve(polyk_d, polyk_o_" + t.name +
            ", [&] { polyk::multi::Runs r; if (polyk_o_" + t.name + ".elements() > 0) polyk::multi::Runs::add(0, polyk_o_" + t.name +
            ".elements() - 1, &r); return r; }());\n";
@@ -367,31 +397,44 @@ std::string emitBatchLauncher(const Scop &s, const EmitOptions &opt, bool cuda) 
   // (Every process tracks every device; each launches on its own.)
   if (cuda) {
     o += "    if (rt.backend().local(polyk_d)) {\n      rt.backend().activate(polyk_d);\n";
-    o += "      if (cudaError_t polyk_e = polyk_" + s.name + "(" + args + ", (cudaStream_t)rt.backend().stream(polyk_d)); polyk_e != cudaSuccess)\n";
-    o += "        throw std::runtime_error(std::string(\"polyk_" + s.name + ": \") + cudaGetErrorString(polyk_e));\n    }\n";
+    o += "      if (cudaError_t polyk_e = polyk_" + program + "(" + args + ", (cudaStream_t)rt.backend().stream(polyk_d)); polyk_e != cudaSuccess)\n";
+    o += "        throw std::runtime_error(std::string(\"polyk_" + program + ": \") + cudaGetErrorString(polyk_e));\n    }\n";
   } else {
-    o += "    if (rt.backend().local(polyk_d)) polyk_" + s.name + "_mapped(" + args + ");\n";
+    o += "    if (rt.backend().local(polyk_d)) polyk_" + program + "_mapped(" + args + ");\n";
   }
   for (const auto &[out, op] : ops) o += "    rt.wroteAll(polyk_d, polyk_o_" + out + ");\n";
   o += "  }\n";
-  // The combine, in device order, on device 0.
+  // The combine, in device order, on device 0 (into device 0's partial where the output is narrow,
+  // which is then rounded into the output).
+  auto onDevice0 = [&](const std::string &kernel, const std::string &n, const std::string &args) {
+    std::string call = "      rt.backend().activate(0);\n      if (" + n + " > 0) " + kernel + "<<<(unsigned)((" + n + " + 255) / 256), 256, 0, (cudaStream_t)rt.backend().stream(0)>>>(" +
+                       n + ", " + args + ");\n      if (cudaError_t polyk_e = cudaGetLastError(); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"" +
+                       kernel + ": \") + cudaGetErrorString(polyk_e));\n";
+    return "    if (rt.backend().local(0)) {\n" + (cuda ? call : "      " + kernel + "(" + n + ", " + args + ");\n") + "    }\n";
+  };
   o += "  for (int polyk_d = 1; polyk_d < polyk_devs; ++polyk_d) {\n";
   o += "    if ((" + P + " * polyk_d + polyk_devs - 1) / polyk_devs > (" + P + " * (polyk_d + 1) + polyk_devs - 1) / polyk_devs - 1) continue;\n";
   for (const auto &[out, op] : ops) {
     const TensorDecl &t = *s.tensor(out);
-    std::string T = cuda ? cudaStorageType(t.type) : cStorageType(t.type), n = elementsExpr(t);
-    o += "    rt.acquireAll(0, " + out + ");\n    rt.acquireAll(0, *polyk_part_" + out + "[polyk_d]);\n";
-    o += "    if (rt.backend().local(0)) {\n";
-    if (cuda)
-      o += "      rt.backend().activate(0);\n      if (" + n + " > 0) polyk_" + s.name + "_combine_" + out + "<<<(unsigned)((" + n + " + 255) / 256), 256, 0, (cudaStream_t)rt.backend().stream(0)>>>(" + n +
-           ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n" +
-           "      if (cudaError_t polyk_e = cudaGetLastError(); polyk_e != cudaSuccess) throw std::runtime_error(std::string(\"polyk_" + s.name +
-           "_combine_" + out + ": \") + cudaGetErrorString(polyk_e));\n";
-    else
-      o += "      polyk_" + s.name + "_combine_" + out + "(" + n + ", " + out + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0));\n";
-    o += "    }\n    rt.wroteAll(0, " + out + ");\n";
+    DType pt = partType(t);
+    std::string T = cuda ? cudaStorageType(pt) : cStorageType(pt), n = elementsExpr(t);
+    std::string into = narrowFloat(t.type) ? "(*polyk_part_" + out + "[0])" : out;
+    o += "    rt.acquireAll(0, " + into + ");\n    rt.acquireAll(0, *polyk_part_" + out + "[polyk_d]);\n";
+    o += onDevice0("polyk_" + s.name + "_combine_" + out, n, into + ".on<" + T + ">(0), polyk_part_" + out + "[polyk_d]->on<" + T + ">(0)");
+    o += "    rt.wroteAll(0, " + into + ");\n";
   }
-  o += "  }\n}\n";
+  o += "  }\n";
+  for (const auto &[out, op] : ops) {
+    const TensorDecl &t = *s.tensor(out);
+    if (!narrowFloat(t.type)) continue;
+    std::string T = cuda ? cudaStorageType(DType::F32) : cStorageType(DType::F32), N = cuda ? cudaStorageType(t.type) : cStorageType(t.type);
+    std::string n = elementsExpr(t);
+    o += "  rt.acquireAll(0, *polyk_part_" + out + "[0]);\n  rt.reserve(0, " + out + ", [&] { polyk::multi::Runs r; if (" + out +
+         ".elements() > 0) polyk::multi::Runs::add(0, " + out + ".elements() - 1, &r); return r; }());\n";
+    o += onDevice0("polyk_" + s.name + "_finish_" + out, n, out + ".on<" + N + ">(0), polyk_part_" + out + "[0]->on<" + T + ">(0)");
+    o += "  rt.wroteAll(0, " + out + ");\n";
+  }
+  o += "}\n";
   (void)opt;
   return o;
 }
