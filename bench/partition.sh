@@ -5,6 +5,7 @@
 # (transfers off, tracking on) and gamma (tracking off), with the bytes copied between devices.
 #   here (no GPU needed):  bench/partition.sh prepare   -> build/partition/*.cu (+ runtime, Boost.ICL headers)
 #   on the GPU machine:    bench/partition.sh run       -> compiles, runs; raw lines to $OUT/partition.txt
+# ONLY="a b": just those cases (both steps).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
@@ -37,6 +38,7 @@ sched_opts() {
 if [ "$mode" = prepare ]; then
   rm -rf "$dir" && mkdir -p "$dir"
   cases | while read -r name example _; do
+    if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $name "* ]]; then continue; fi
     # shellcheck disable=SC2046
     "$bin/polyk-flatten" "$example" | "$bin/polyk-schedule" --time-tile=0 $(sched_opts "$name") | "$bin/polyk-bind" > "$dir/$name.bound.yaml" || exit 1
     "$bin/polyk-partition" "$dir/$name.bound.yaml" -o "$dir/$name.partition.yaml" || exit 1
@@ -46,7 +48,7 @@ if [ "$mode" = prepare ]; then
   # Boost.ICL is header-only; the GPU machine may lack libboost-dev, so the headers a harness
   # includes travel with it (those nvcc reports).
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  "$nvcc" -std=c++17 -arch=sm_90 -I libcore/runtime -M "$dir/hotspot_small.cu" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+  "$nvcc" -std=c++17 -arch=sm_90 -I libcore/runtime -M "$(ls "$dir"/*.cu | head -1)" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
     while read -r h; do mkdir -p "$dir/boost/$(dirname "${h#/usr/include/}")" && cp "$h" "$dir/boost/${h#/usr/include/}"; done
   du -sh "$dir"
   exit 0

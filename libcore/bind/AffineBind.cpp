@@ -14,6 +14,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <functional>
+#include <set>
 #include <sstream>
 
 namespace polyk {
@@ -208,6 +210,60 @@ isl::union_map parallelPoints(const isl::union_set &dom, unsigned n) {
   return out;
 }
 
+/// A kernel of polyk-schedule --fusion=shared (`threads[..]` in its sizes): the tile band, the
+/// block's instances, to the grid; the threads are dealt each function's points by polyk-emit
+/// (codegen/MapKernels.cpp), so the point band only gets a `map_block` mark. Kept by a thread: the
+/// reductions' accumulators (its init, update and store of one point run in that thread); kept in
+/// shared memory (`shared`): the temporaries only this kernel touches, each access at the
+/// instance of its statement, whose rows are constant (a block's rows).
+isl::schedule bindMapBlock(const Scop &in, const isl::schedule_node_band &tileBand, const KernelSizes &sz, const std::string &kname,
+                           KernelConfig &kc, const std::function<void(const std::string &)> &sizeError) {
+  isl::ctx ctx = islCtx();
+  if (tileBand.n_member() != 1 || sz.tile.size() != 1 || sz.block.size() != 1)
+    sizeError(kname + ": threads[..] needs a band of one member (the instance) and one tile and block size");
+  if (sz.block[0] > 1024) sizeError(kname + ": more than 1024 threads per block");
+  Counts tiles = countsOf(in, tileBand);
+  kc.grid[0] = tiles.c[0];
+  kc.block[0] = (int)sz.block[0];
+  std::set<std::string> accumulators;
+  for (const auto &name : kc.statements)
+    if (const ScopStatement *st = in.statement(name); st->kind == StmtKind::Init) accumulators.insert(isl::map(ctx, st->write).range_tuple_id().name());
+  long long bytes = 0;
+  for (const auto &t : in.tensors) {
+    if (t.role != Role::Temporary) continue;
+    bool inside = true, touched = false, row = t.shape.size() >= 1;
+    long long elements = 1;
+    for (size_t d = 1; row && d < t.shape.size(); ++d) {
+      row = t.shape[d].param.empty() && t.shape[d].value > 0;
+      elements *= row ? t.shape[d].value : 1;
+    }
+    for (const auto &st : in.statements) {
+      std::vector<std::string> maps = st.reads;
+      maps.push_back(st.write);
+      for (const auto &text : maps) {
+        isl::map a(ctx, text);
+        if (a.range_tuple_id().name() != t.name) continue;
+        touched = true;
+        if (std::find(kc.statements.begin(), kc.statements.end(), st.name) == kc.statements.end()) inside = false;
+        a = a.intersect_domain(isl::set(ctx, st.domain));
+        row = row && isl_map_dim(a.get(), isl_dim_out) > 0 && a.is_subset(isl::manage(isl_map_equate(a.copy(), isl_dim_in, 0, isl_dim_out, 0)));
+      }
+    }
+    if (!touched || !inside) continue;
+    if (accumulators.count(t.name)) {
+      kc.promoted.push_back(t.name);
+    } else if (row) {
+      kc.shared.push_back(t.name);
+      bytes += elements * dtypeBytes(t.type) * sz.tile[0];
+    }
+  }
+  if (bytes > kStaticShared)
+    sizeError(kname + ": a block's rows of " + std::to_string(sz.tile[0]) + " instances take " + std::to_string(bytes) +
+              " bytes of shared memory, more than " + std::to_string(kStaticShared) + "; take fewer instances a block (tile)");
+  isl::schedule_node point = tileBand.child(0).insert_mark(isl::id(ctx, "map_block"));
+  return point.parent().insert_mark(isl::id(ctx, "blocks_x")).schedule();
+}
+
 } // namespace
 
 Scop bindAffine(const Scop &in, const BindOptions &options) {
@@ -235,6 +291,11 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
     if (!tileBand.child(0).isa<isl::schedule_node_band>() || tileBand.child(0).as<isl::schedule_node_band>().n_member() != n)
       fail(in.at.schedule, "kernel_" + std::to_string(k) + ": the tile band needs a point band of as many members below it");
     const KernelSizes &sz = sizes[k];
+    if (!sz.threads.empty()) {
+      sched = bindMapBlock(in, tileBand, sz, kname, kc, sizeError);
+      out.kernels.push_back(kc);
+      continue;
+    }
     if (sz.block.size() != n || sz.tile.size() != n)
       sizeError(kname + ": sizes do not match its band of " + std::to_string(n) + " members");
     for (unsigned m = 0; m < n; ++m)

@@ -4,6 +4,7 @@
 // accumulator that polyk-bind promoted is a register of the thread (`C_acc_r`): the reduction's
 // init, update loop and store of one output point run in that thread, in order.
 #include "EmitParts.h"
+#include "MapKernels.h"
 #include "Mma.h"
 #include "SplitK.h"
 #include "Staging.h"
@@ -550,8 +551,11 @@ std::string launchDims(const KernelConfig &kc) {
 }
 
 bool promotedAnywhere(const Scop &s, const std::string &t) {
-  for (const auto &kc : s.kernels)
+  for (const auto &kc : s.kernels) {
     if (std::count(kc.promoted.begin(), kc.promoted.end(), t)) return true;
+    // (A fused map kernel's intermediates: the block's rows in shared memory.)
+    if (std::count(kc.shared.begin(), kc.shared.end(), t) && mapBlockKernel(s, (int)(&kc - s.kernels.data()))) return true;
+  }
   return false;
 }
 
@@ -666,6 +670,12 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
   std::vector<long long> dynamic(s.kernels.size(), 0); // (bytes of dynamic shared memory, per kernel)
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
+    if (mapBlockKernel(s, k)) {
+      if (opt.partition) throw UsageError("--partition: " + kc.name + " is a fused map kernel (--fusion=shared); not partitioned yet");
+      o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0]) + ") " + kc.name + "(" + params(s, true) + ") {\n" +
+           mapBlockCode(s, k, Dialect::Cuda) + "}\n\n";
+      continue;
+    }
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     MmaPlan mma = regs.any() ? mmaPlan(s, k, kc, regs.points, opt) : MmaPlan();
     Staging staging = kernelStaging(s, bound, k, opt, mma);
@@ -797,6 +807,10 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   using BlockRange = std::function<std::string(char, const std::string &, const std::string &)>;
   auto blocksOnCpu = [&](const KernelConfig &kc, const BlockRange &range) {
     int k = (int)(&kc - s.kernels.data());
+    if (mapBlockKernel(s, k)) {
+      if (opt.partition) throw UsageError("--partition: " + kc.name + " is a fused map kernel (--fusion=shared); not partitioned yet");
+      return range('x', "bx", kc.grid[0]) + "  {\n" + mapBlockCode(s, k, Dialect::C) + "  }\n";
+    }
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt); // (the CUDA kernel's, run by one thread)
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();

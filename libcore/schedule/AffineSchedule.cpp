@@ -5,6 +5,7 @@
 // dependences and checks the schedule against them: every dependence goes forward, and none
 // crosses two points of a kernel's parallel band (they run on different threads).
 #include "polyk/Emit.h"
+#include "polyk/MapFusion.h"
 #include "polyk/Schedule.h"
 #include "polyk/TimeTiles.h"
 
@@ -532,13 +533,14 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   auto kernels = kernelsOf(scop);
   // --fusion=all: one kernel over the statements' common first dim (a dependence that crosses its
   // instances is refused below).
-  bool fuseAll = options.fusion == "all";
+  bool fuseAll = options.fusion == "all" || options.fusion == "shared", fuseShared = options.fusion == "shared";
+  const std::string fusionFlag = "--fusion=" + options.fusion;
   if (fuseAll) {
     std::vector<const ScopStatement *> all;
     for (const auto &k : kernels) all.insert(all.end(), k.begin(), k.end());
     for (const ScopStatement *st : all)
       if (st->dims.empty() || st->dims[0] != "parallel")
-        throw UsageError("--fusion=all: statement " + st->name + " has no parallel first dim to run its instances over");
+        throw UsageError(fusionFlag + ": statement " + st->name + " has no parallel first dim to run its instances over");
     kernels = {all};
   }
   auto parOf = [&](const std::vector<const ScopStatement *> &k) { return fuseAll ? size_t(1) : parallelDims(*k.front()); };
@@ -596,7 +598,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   isl::union_map forward = isl::manage(isl_union_set_lex_lt_union_set(space.copy(), space.copy()));
   if (!timed.is_subset(forward)) {
     if (fuseAll)
-      throw UsageError("--fusion=all: a dependence crosses the instances (a statement reads what a later instance writes): " +
+      throw UsageError(fusionFlag + ": a dependence crosses the instances (a statement reads what a later instance writes): " +
                        islStr(timed.subtract(forward).apply_domain(order.reverse()).apply_range(order.reverse())));
     throw std::logic_error("affine schedule violates a flow dependence");
   }
@@ -615,7 +617,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       if (!crossing.is_subset(isl::union_map(crossing.domain().unite(crossing.range()).identity())))
       {
         if (fuseAll)
-          throw UsageError("--fusion=all: a dependence crosses the instances (a statement reads what another instance wrote): " +
+          throw UsageError(fusionFlag + ": a dependence crosses the instances (a statement reads what another instance wrote): " +
                            islStr(crossing));
         throw std::logic_error("affine kernel " + std::to_string(k) + ": a dependence crosses its parallel band");
       }
@@ -669,6 +671,14 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         if (!it->second.tile.empty()) sz.tile = it->second.tile;
         if (!it->second.block.empty()) sz.block = it->second.block;
       }
+    }
+    if (fuseShared) {
+      sz = mapBlockSizes(scop, requested.count((int)k) ? requested[(int)k] : KernelSizes{});
+      used[(int)k] = sz;
+      isl::schedule_node_band b = node.as<isl::schedule_node_band>();
+      node = b.tile(isl::multi_val::zero(bandSpace(b)).set_at(0, isl::val(ctx, sz.tile[0])));
+      full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
+      continue;
     }
     if (fuseAll && sz.tile != sz.block)
       throw UsageError("--fusion=all: one instance a thread (a thread's rows of the temporaries are its registers); give tile = block");

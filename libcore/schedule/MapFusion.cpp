@@ -77,6 +77,39 @@ MapDag mapDag(const Scop &s) {
   return dag;
 }
 
+KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested) {
+  MapDag dag = mapDag(s);
+  const size_t n = dag.functions.size();
+  auto list = [](const std::vector<long long> &v) {
+    std::string o;
+    for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
+    return o;
+  };
+  if (n > 8) throw UsageError("--fusion=shared: " + std::to_string(n) + " functions; a fused kernel takes at most 8 (kernel[0] -> threads[..])");
+  KernelSizes sz;
+  if (!requested.threads.empty()) {
+    if (requested.threads.size() != n)
+      throw UsageError("kernel[0] -> threads[" + list(requested.threads) + "]: give the threads per instance of each of the " +
+                       std::to_string(n) + " functions");
+    for (size_t i = 0; i < n; ++i) {
+      const MapFunction &f = dag.functions[i];
+      if (std::find(f.granularities.begin(), f.granularities.end(), requested.threads[i]) == f.granularities.end())
+        throw UsageError("kernel[0] -> threads[" + list(requested.threads) + "]: " + f.name + " (" + f.output + ") runs on " +
+                         list(f.granularities) + " threads per instance, not " + std::to_string(requested.threads[i]));
+    }
+    sz.threads = requested.threads;
+  } else {
+    for (const auto &f : dag.functions) sz.threads.push_back(f.granularities.back());
+  }
+  if (requested.block.size() > 1 || requested.tile.size() > 1)
+    throw UsageError("--fusion=shared: the kernel's band is the instance: give one tile size (instances a block) and one block size (threads)");
+  long long block = requested.block.empty() ? 256 : requested.block[0];
+  long long widest = *std::max_element(sz.threads.begin(), sz.threads.end());
+  sz.block = {block};
+  sz.tile = {requested.tile.empty() ? std::max<long long>(1, block / widest) : requested.tile[0]};
+  return sz;
+}
+
 std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k) {
   size_t n = dag.functions.size();
   // reach[a][b]: a path from a to b (one edge or more).

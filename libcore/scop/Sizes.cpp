@@ -26,14 +26,14 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
   }
   if (um.is_null()) bad("isl cannot parse '" + text + "'");
   const std::string form =
-      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]', 'kernel[k] -> vector[V]' (or vector[Vy, Vx]), 'kernel[k] -> time[T]', 'kernel[k] -> stream[C]', 'kernel[k] -> split[S]', 'kernel[k] -> mma[1]' or 'kernel[k] -> shared[BYTES]'";
+      "expected entries 'kernel[k] -> tile[...]', 'kernel[k] -> block[...]', 'kernel[k] -> reduce[...]', 'kernel[k] -> vector[V]' (or vector[Vy, Vx]), 'kernel[k] -> time[T]', 'kernel[k] -> stream[C]', 'kernel[k] -> split[S]', 'kernel[k] -> mma[1]', 'kernel[k] -> shared[BYTES]' or 'kernel[k] -> threads[...]'";
   isl::map_list maps = um.get_map_list();
   for (int i = 0; i < (int)maps.size(); ++i) {
     isl::map m = maps.at(i);
     if (isl_map_dim(m.get(), isl_dim_param) != 0) bad("each entry must give fixed numbers");
     if (!isl_map_has_tuple_name(m.get(), isl_dim_in) || !isl_map_has_tuple_name(m.get(), isl_dim_out)) bad(form);
     std::string dom = m.domain_tuple_id().name(), ran = m.range_tuple_id().name();
-    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector" && ran != "time" && ran != "stream" && ran != "split" && ran != "mma" && ran != "shared") || m.domain_tuple_dim() != 1 ||
+    if (dom != "kernel" || (ran != "tile" && ran != "block" && ran != "reduce" && ran != "vector" && ran != "time" && ran != "stream" && ran != "split" && ran != "mma" && ran != "shared" && ran != "threads") || m.domain_tuple_dim() != 1 ||
         m.range_tuple_dim() < 1 || (ran == "vector" && m.range_tuple_dim() > 2) || ((ran == "time" || ran == "stream" || ran == "split" || ran == "mma" || ran == "shared") && m.range_tuple_dim() != 1))
       bad(form);
     if (m.range_tuple_dim() > 8) bad("at most 8 sizes per entry");
@@ -42,7 +42,7 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
       bad("each entry must give fixed numbers");
     // One map per space: several kernels' entries of one kind share it, a point each. Checked to
     // stay within range first, so enumerating the points stays small.
-    const long long limit = ran == "vector" ? kMaxVector : ran == "time" ? kMaxTimeTile : ran == "stream" ? kMaxStream : ran == "split" ? kMaxSplit : ran == "mma" ? 1 : ran == "shared" ? kMaxShared : kMaxTile;
+    const long long limit = ran == "vector" ? kMaxVector : ran == "time" ? kMaxTimeTile : ran == "stream" ? kMaxStream : ran == "split" ? kMaxSplit : ran == "mma" ? 1 : ran == "shared" ? kMaxShared : ran == "threads" ? 1024 : kMaxTile;
     std::string range = "{ kernel[k] -> " + ran + "[";
     for (unsigned d = 0; d < m.range_tuple_dim(); ++d) range += std::string(d ? ", " : "") + "v" + std::to_string(d);
     range += "] : 0 <= k < " + std::to_string(kMaxKernels);
@@ -71,7 +71,7 @@ std::map<int, KernelSizes> parseSizes(const std::string &text, const SourceLoc *
         out[k].vectorY = v.size() == 2 ? v[0] : 0;
         return;
       }
-      auto &slot = ran == "tile" ? out[k].tile : ran == "reduce" ? out[k].reduce : out[k].block;
+      auto &slot = ran == "tile" ? out[k].tile : ran == "reduce" ? out[k].reduce : ran == "threads" ? out[k].threads : out[k].block;
       if (!slot.empty()) error = "kernel[" + std::to_string(k) + "] has two " + ran + " entries";
       slot = v;
     });
@@ -102,6 +102,7 @@ std::string printSizes(const std::map<int, KernelSizes> &sizes) {
     if (s.split > 0) os << "; kernel[" << k << "] -> split[" << s.split << "]";
     if (s.mma > 0) os << "; kernel[" << k << "] -> mma[" << s.mma << "]";
     if (s.shared > 0) os << "; kernel[" << k << "] -> shared[" << s.shared << "]";
+    if (!s.threads.empty()) os << "; kernel[" << k << "] -> threads[" << list(s.threads) << "]";
     first = false;
   }
   os << " }";

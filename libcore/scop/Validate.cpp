@@ -387,9 +387,12 @@ private:
           kernels.push_back(std::stoi(digits));
           bandMembers.push_back(firstBandMembers(node));
         }
-      } else if (name == "reduction" || name == "registers" || name == "shared" || isMappingMark(name)) {
+      } else if (name == "reduction" || name == "registers" || name == "shared" || name == "map_block" || isMappingMark(name)) {
         if (depth == 0) error = "mark " + quoted(name) + " outside any kernel";
         else if (name == "shared" && (!isAffine() || level_ < ScopLevel::Bound)) error = "mark \"shared\" outside an affine bound tree";
+        else if (name == "map_block" && (!isAffine() || level_ < ScopLevel::Bound)) error = "mark \"map_block\" outside an affine bound tree";
+        else if (name == "map_block" && !mapMarks_.insert(kernels.size() - 1).second)
+          error = "kernel_" + std::to_string(kernels.back()) + " has two \"map_block\" marks";
         else if (name == "shared" && sharedMarks_[kernels.size() - 1]++ > 0)
           error = "kernel_" + std::to_string(kernels.back()) + " has two \"shared\" marks";
         else if (name == "shared" && !sharedMarkFits(node)) error = "mark \"shared\" must sit between a band and a threads_ mark";
@@ -484,6 +487,7 @@ private:
 
   size_t kernelCount_ = 0;
   std::map<size_t, int> sharedMarks_; // kernel index -> its "shared" marks
+  std::set<size_t> mapMarks_;         // kernels with a "map_block" mark (a fused map's)
 
   void checkKernels() const {
     if (s_.kernels.size() != kernelCount_)
@@ -508,6 +512,16 @@ private:
         if (t->role != Role::Temporary) fail(at, "only temporaries can be promoted; " + quoted(t->name) + " is an " + roleName(t->role));
       }
       size_t index = (size_t)(&k - s_.kernels.data());
+      if (mapMarks_.count(index)) {
+        // A fused map kernel's `shared`: the intermediates whose block rows it keeps in shared memory.
+        for (size_t i = 0; i < k.shared.size(); ++i) {
+          const SourceLoc &at = i < k.at.shared.size() ? k.at.shared[i] : k.at.kernel;
+          const TensorDecl *t = s_.tensor(k.shared[i]);
+          if (!t) fail(at, "undefined tensor " + quoted(k.shared[i]));
+          if (t->role != Role::Temporary) fail(at, "a fused map kernel keeps temporaries in shared memory; " + quoted(t->name) + " is an " + roleName(t->role));
+        }
+        continue;
+      }
       bool marked = sharedMarks_.count(index) > 0;
       if (marked != !k.shared.empty())
         fail(k.at.kernel, marked ? "kernel " + quoted(k.name) + " has a \"shared\" mark but stages no tensor ('shared')"

@@ -25,9 +25,11 @@ int main(int argc, char **argv) {
              ->excludes(sizes);
          app.add_flag("--dump-sizes", dumpSizes, "print the sizes used for every kernel on stderr");
          app.add_option("--fusion", opts.fusion,
-                        "affine programs: auto (a kernel per statement), or all (a map over independent instances: one "
-                        "kernel over the statements' common first dim, each thread running every statement for its instances)")
-             ->check(CLI::IsMember({"auto", "all"}))
+                        "affine programs: auto (a kernel per statement), all (a map over independent instances: one "
+                        "kernel over the statements' common first dim, each thread running every statement for its instances), "
+                        "or shared (one kernel too, each block taking a tile of instances, each function on its own threads per "
+                        "instance, kernel[0] -> threads[..], its intermediates in shared memory)")
+             ->check(CLI::IsMember({"auto", "all", "shared"}))
              ->capture_default_str();
          app.add_option("--time-tile", timeTile,
                         "an iterated stencil (one statement, `iterate:`): run this many steps a launch, each block keeping "

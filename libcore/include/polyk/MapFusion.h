@@ -3,6 +3,7 @@
 #pragma once
 
 #include "polyk/Scop.h"
+#include "polyk/Sizes.h"
 
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ MapDag mapDag(const Scop &s);
 /// either way), that no path leaves and re-enters (a fusion runs as one kernel), each sorted, the
 /// sets in order of size, then of members.
 std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k);
+
+/// polyk-schedule --fusion=shared: the sizes of the one fused kernel, from those `requested`
+/// (`kernel[0] -> threads[g0, ...]`, tile[P], block[B]) or by default: each function on as many
+/// threads per instance as its row has elements, 256 threads a block, and as many instances a
+/// block as the widest function fills (256 / its threads, at least 1). Throws UsageError for
+/// counts that are not a function's granularities.
+KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested);
 
 /// fusion/1: the DAG and the candidates.
 std::string writeFusionCandidates(const MapDag &dag, const std::vector<std::vector<size_t>> &candidates, size_t k);

@@ -47,6 +47,12 @@ struct KernelSizes {
   /// over the static limit (kStaticShared) the kernel declares its copies dynamically and its
   /// launcher raises the kernel's limit first. 0: kStaticShared.
   long long shared = 0;
+  /// Fousek's map fusion (`kernel[k] -> threads[g0, g1, ...]`, polyk-schedule --fusion=shared):
+  /// the threads per instance of each function of the fused kernel, in order. Its tile is then the
+  /// instances a block takes and its block the threads, each function's points (an instance's
+  /// row, g threads an instance) dealt to them in turn, its intermediates a block's rows in shared
+  /// memory (codegen/MapKernels.cpp). Empty: not such a kernel.
+  std::vector<long long> threads;
 };
 
 /// Shared memory a kernel may declare statically (48 KB), and the most a block may opt in to

@@ -1,0 +1,205 @@
+// Fused map kernels (polyk-schedule --fusion=shared; Fousek et al.). A block takes P instances
+// (the tile); each function of the map (MapDag: a statement's init, update and store) runs on its
+// own g threads per instance (`kernel[k] -> threads[..]`): its points, an instance's row of g
+// threaded points, P g in all, are dealt to the block's B threads in turn (point e to thread
+// e mod B), so consecutive threads take consecutive elements of a row and of the next instance's
+// (coalesced). A thread walks the dims of the row that are not threaded, and for each point runs
+// the init, the reduced loops of the update and the store, its accumulator a register. The
+// intermediates that only the kernel touches (polyk-bind's `shared`) are the block's rows in
+// shared memory, and a barrier separates two functions.
+#include "MapKernels.h"
+
+#include "EmitParts.h"
+
+#include "polyk/Diagnostics.h"
+#include "polyk/MapFusion.h"
+#include "polyk/Sizes.h"
+#include "polyk/Types.h"
+
+#include <set>
+
+namespace polyk::codegen {
+
+bool mapBlockKernel(const Scop &s, int k) {
+  auto sizes = parseSizes(s.sizes, &s.at.sizes);
+  auto it = sizes.find(k);
+  return it != sizes.end() && !it->second.threads.empty();
+}
+
+namespace {
+
+/// A statement's dims as a box: dim 0 (the instance) from 0 to `instances` (C), the others from 0
+/// to constant extents. Throws UsageError where the domain is not such a box.
+struct Box {
+  std::string instances;
+  std::vector<long long> extents; // dims 1..
+  std::vector<std::string> names; // all dims
+};
+
+Box boxOf(const ScopStatement &st) {
+  isl::ctx ctx = islCtx();
+  isl::set dom(ctx, st.domain);
+  Box b;
+  unsigned n = dom.tuple_dim();
+  for (unsigned i = 0; i < n; ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    b.names.push_back(isl_id_get_name(id));
+    isl_id_free(id);
+  }
+  auto refuse = [&](const std::string &why) -> Box {
+    throw UsageError("--fusion=shared: statement " + st.name + " (" + st.source + "): " + why);
+  };
+  if (n == 0) return refuse("no instance dim");
+  isl::pw_aff last = isl::manage(isl_set_dim_max(dom.copy(), 0));
+  isl::pw_aff one = isl::manage(isl_pw_aff_val_on_domain(isl_pw_aff_domain(last.copy()), isl_val_one(ctx.get())));
+  b.instances = cExpression(last.add(one));
+  std::string lift = "{ " + st.name + "[d0] -> " + st.name + "[";
+  for (unsigned i = 0; i < n; ++i) lift += (i ? ", " : "") + std::string("d") + std::to_string(i);
+  lift += "] : 0 = 0";
+  for (unsigned i = 1; i < n; ++i) {
+    isl::pw_aff hi = isl::manage(isl_set_dim_max(dom.copy(), (int)i)), lo = isl::manage(isl_set_dim_min(dom.copy(), (int)i));
+    if (isl_pw_aff_is_cst(hi.get()) != isl_bool_true || isl_pw_aff_is_cst(lo.get()) != isl_bool_true)
+      return refuse("dim " + b.names[i] + " has no constant extent (a fused map's rows are constant)");
+    long long h = dom.dim_max_val((int)i).get_num_si(), l = dom.dim_min_val((int)i).get_num_si();
+    if (l != 0) return refuse("dim " + b.names[i] + " does not start at 0");
+    b.extents.push_back(h + 1);
+    lift += " and 0 <= d" + std::to_string(i) + " <= " + std::to_string(h);
+  }
+  // Every point of the box at an instance of the domain is in the domain.
+  isl::set instances = isl::manage(isl_set_set_tuple_name(isl_set_project_out(dom.copy(), isl_dim_set, 1, n - 1), st.name.c_str()));
+  if (!instances.apply(isl::map(ctx, lift + " }")).is_subset(dom)) return refuse("its domain is not a box over the instances (a `where`?)");
+  return b;
+}
+
+std::string list(const std::vector<long long> &v) {
+  std::string o;
+  for (size_t i = 0; i < v.size(); ++i) o += (i ? " x " : "") + std::to_string(v[i]);
+  return o;
+}
+
+} // namespace
+
+std::string mapBlockCode(const Scop &s, int k, Dialect d) {
+  const KernelConfig &kc = s.kernels.at(k);
+  const KernelSizes sz = parseSizes(s.sizes, &s.at.sizes).at(k);
+  const long long P = sz.tile.at(0), B = kc.block[0];
+  MapDag dag = mapDag(s);
+  if (dag.functions.size() != sz.threads.size())
+    throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + std::to_string(sz.threads.size()) + " counts for " +
+                     std::to_string(dag.functions.size()) + " functions");
+  std::set<std::string> promoted(kc.promoted.begin(), kc.promoted.end()), rows(kc.shared.begin(), kc.shared.end());
+  std::set<std::string> kept = promoted;
+  kept.insert(rows.begin(), rows.end());
+  const bool cuda = d == Dialect::Cuda;
+  std::string o;
+  // The block's rows of the intermediates, the thread's accumulators.
+  for (const auto &t : kc.shared) {
+    const TensorDecl &td = *s.tensor(t);
+    std::string dims;
+    for (size_t i = 1; i < td.shape.size(); ++i) dims += "[" + std::to_string(td.shape[i].value) + "]";
+    o += std::string("  ") + (cuda ? "__shared__ " : "") + computeCType(td.type) + " " + t + "_sh[" + std::to_string(P) + "]" + dims + ";\n";
+  }
+  for (const auto &t : kc.promoted) o += std::string("  ") + computeCType(s.tensor(t)->type) + " " + t + "_r;\n";
+  o += "  const polyk_idx polyk_p0 = " + std::string(cuda ? "(polyk_idx)blockIdx.x" : "bx") + " * " + std::to_string(P) + ";\n";
+  for (size_t f = 0; f < dag.functions.size(); ++f) {
+    const MapFunction &fn = dag.functions[f];
+    const long long g = sz.threads[f];
+    // The function's points: its first statement's parallel dims after the instance.
+    const ScopStatement &first = *s.statement(fn.statements.front());
+    size_t par = 0;
+    while (par < first.dims.size() && first.dims[par] == "parallel") ++par;
+    Box box = boxOf(first);
+    std::vector<long long> row(box.extents.begin(), box.extents.begin() + (long)(par - 1));
+    long long all = 1;
+    for (long long e : row) all *= e;
+    // Threaded: all of the row's dims, else its trailing dims (consecutive threads, consecutive
+    // elements), else its leading ones, whose product is g.
+    size_t lo = 0, hi = 0; // dims [lo, hi) of the row are threaded
+    if (g == all) {
+      hi = row.size();
+    } else {
+      long long p = 1;
+      size_t i = row.size();
+      while (i > 0 && p < g) p *= row[--i];
+      if (p == g) {
+        lo = i, hi = row.size();
+      } else {
+        p = 1, i = 0;
+        while (i < row.size() && p < g) p *= row[i++];
+        if (p != g)
+          throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + fn.name + "'s row is " + list(row) + "; " +
+                           std::to_string(g) + " threads an instance take neither its leading nor its trailing dims");
+        hi = i;
+      }
+    }
+    std::string pad = "  ";
+    o += pad + "/* " + fn.name + " (" + fn.output + ", row " + (row.empty() ? std::string("1") : list(row)) + "): " + std::to_string(g) +
+         " thread" + (g == 1 ? "" : "s") + " an instance */\n";
+    // Its statements' macros, the rows read from the block's copy.
+    for (const auto &name : fn.statements) {
+      const ScopStatement &st = *s.statement(name);
+      std::string m = statementMacros(
+          s, d, kept, [](const ScopStatement &st, const std::string &) -> std::string {
+            throw std::logic_error("affine statement " + st.name + " of kind reduce");
+          },
+          [&](const ScopStatement &st) {
+            const TensorDecl &acc = *s.tensor(writtenTensor(st));
+            std::string id = reduceIdentity(*st.op, acc.type);
+            if (kept.count(acc.name)) return acc.name + "_r" + (rows.count(acc.name) ? rowIndex(st.write, acc.shape.size()) : "") + " = " + id + ";";
+            return acc.name + "[" + linearIndex(st.write, acc) + "] = " + storeValue(d, acc.type, id) + ";";
+          },
+          nullptr, name, {}, rows);
+      Box b = boxOf(st);
+      for (const auto &t : kc.shared) m = replaceWord(m, t + "_r", t + "_sh[(" + b.names[0] + ") - polyk_p0]");
+      o += m;
+    }
+    std::string loop = cuda ? pad + "for (polyk_idx polyk_e = threadIdx.x; polyk_e < " + std::to_string(P * g) + "; polyk_e += " + std::to_string(B) + ") {\n"
+                            : pad + "for (polyk_idx polyk_t = 0; polyk_t < " + std::to_string(B) + "; ++polyk_t)\n" + pad +
+                                  "for (polyk_idx polyk_e = polyk_t; polyk_e < " + std::to_string(P * g) + "; polyk_e += " + std::to_string(B) + ") {\n";
+    o += loop;
+    std::string in = pad + "  ";
+    o += in + "const polyk_idx polyk_p = polyk_p0 + polyk_e / " + std::to_string(g) + ";\n";
+    o += in + "if (polyk_p < " + box.instances + ") {\n";
+    std::string body = in + "  ";
+    o += body + "polyk_idx polyk_q = polyk_e % " + std::to_string(g) + ";\n";
+    std::vector<std::string> dim(row.size());
+    for (size_t i = hi; i-- > lo;) {
+      dim[i] = "polyk_d" + std::to_string(i);
+      o += body + "const polyk_idx " + dim[i] + " = polyk_q % " + std::to_string(row[i]) + ";\n";
+      o += body + "polyk_q /= " + std::to_string(row[i]) + ";\n";
+    }
+    o += body + "(void)polyk_q;\n";
+    std::string at = body;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i >= lo && i < hi) continue;
+      dim[i] = "polyk_d" + std::to_string(i);
+      o += (cuda ? at + "#pragma unroll\n" : "") + at + "for (polyk_idx " + dim[i] + " = 0; " + dim[i] + " < " + std::to_string(row[i]) + "; ++" + dim[i] + ") {\n";
+      at += "  ";
+    }
+    for (const auto &name : fn.statements) {
+      const ScopStatement &st = *s.statement(name);
+      Box b = boxOf(st);
+      if (b.extents.size() < row.size())
+        throw UsageError("--fusion=shared: statement " + name + " has fewer dims than its function's row");
+      std::string args = "polyk_p";
+      for (size_t i = 0; i < row.size(); ++i) args += ", " + dim[i];
+      std::string inner = at;
+      std::string close;
+      for (size_t r = row.size(); r < b.extents.size(); ++r) {
+        std::string v = "polyk_r" + std::to_string(r);
+        o += (cuda ? inner + "#pragma unroll\n" : "") + inner + "for (polyk_idx " + v + " = 0; " + v + " < " + std::to_string(b.extents[r]) + "; ++" + v + ")\n";
+        inner += "  ";
+        args += ", " + v;
+      }
+      o += inner + name + "(" + args + ");\n";
+    }
+    for (size_t i = 0; i < row.size(); ++i)
+      if (i < lo || i >= hi) at.resize(at.size() - 2), o += at + "}\n";
+    o += in + "}\n" + pad + "}\n";
+    if (f + 1 < dag.functions.size() && cuda) o += pad + "__syncthreads();\n";
+    for (const auto &name : fn.statements) o += "#undef " + name + "\n";
+  }
+  return o;
+}
+
+} // namespace polyk::codegen
