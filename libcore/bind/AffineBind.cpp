@@ -210,12 +210,15 @@ isl::union_map parallelPoints(const isl::union_set &dom, unsigned n) {
   return out;
 }
 
+constexpr long long kSharedInput = 16 * 1024;
+
 /// A kernel of polyk-schedule --fusion=shared (`threads[..]` in its sizes): the tile band, the
 /// block's instances, to the grid; the threads are dealt each function's points by polyk-emit
 /// (codegen/MapKernels.cpp), so the point band only gets a `map_block` mark. Kept by a thread: the
 /// reductions' accumulators (its init, update and store of one point run in that thread); kept in
 /// shared memory (`shared`): the temporaries only this kernel touches, each access at the
-/// instance of its statement, whose rows are constant (a block's rows).
+/// instance of its statement, whose rows are constant (a block's rows); and the small inputs that
+/// every instance reads (not at its own instance), copied once a block.
 isl::schedule bindMapBlock(const Scop &in, const isl::schedule_node_band &tileBand, const KernelSizes &sz, const std::string &kname,
                            KernelConfig &kc, const std::function<void(const std::string &)> &sizeError) {
   isl::ctx ctx = islCtx();
@@ -230,6 +233,28 @@ isl::schedule bindMapBlock(const Scop &in, const isl::schedule_node_band &tileBa
     if (const ScopStatement *st = in.statement(name); st->kind == StmtKind::Init) accumulators.insert(isl::map(ctx, st->write).range_tuple_id().name());
   long long bytes = 0;
   for (const auto &t : in.tensors) {
+    if (t.role == Role::Input) {
+      // An input no access reads at its statement's instance (an MLP's weights, read by every
+      // instance), of constant shape and at most kSharedInput bytes: the block copies it once.
+      bool constant = !t.shape.empty(), perInstance = false, read = false;
+      long long elements = 1;
+      for (const auto &d : t.shape) {
+        constant = constant && d.param.empty() && d.value > 0;
+        elements *= constant ? d.value : 1;
+      }
+      for (const auto &name : kc.statements)
+        for (const auto &r : in.statement(name)->reads) {
+          isl::map a(ctx, r);
+          if (a.range_tuple_id().name() != t.name) continue;
+          read = true;
+          perInstance |= isl_map_involves_dims(a.get(), isl_dim_in, 0, 1) == isl_bool_true;
+        }
+      if (read && constant && !perInstance && elements * dtypeBytes(t.type) <= kSharedInput) {
+        kc.shared.push_back(t.name);
+        bytes += elements * dtypeBytes(t.type);
+      }
+      continue;
+    }
     if (t.role != Role::Temporary) continue;
     bool inside = true, touched = false, row = t.shape.size() >= 1;
     long long elements = 1;

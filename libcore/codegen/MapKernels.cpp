@@ -87,18 +87,45 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
   if (dag.functions.size() != sz.threads.size())
     throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + std::to_string(sz.threads.size()) + " counts for " +
                      std::to_string(dag.functions.size()) + " functions");
-  std::set<std::string> promoted(kc.promoted.begin(), kc.promoted.end()), rows(kc.shared.begin(), kc.shared.end());
-  std::set<std::string> kept = promoted;
-  kept.insert(rows.begin(), rows.end());
   const bool cuda = d == Dialect::Cuda;
   std::string o;
-  // The block's rows of the intermediates, the thread's accumulators.
+  // The block's rows of the intermediates, the thread's accumulators, and the inputs that every
+  // instance reads, copied once (in their storage type; the last dim padded by one, so threads
+  // reading down a column hit distinct banks).
+  std::set<std::string> inputs;
+  std::string copies;
   for (const auto &t : kc.shared) {
     const TensorDecl &td = *s.tensor(t);
     std::string dims;
+    if (td.role == Role::Input) {
+      inputs.insert(t);
+      long long elements = 1;
+      for (size_t i = 0; i < td.shape.size(); ++i) {
+        long long e = td.shape[i].value + (i + 1 == td.shape.size() && td.shape.size() > 1 ? 1 : 0);
+        dims += "[" + std::to_string(e) + "]";
+        elements *= td.shape[i].value;
+      }
+      o += std::string("  ") + (cuda ? "__shared__ " : "") + (cuda ? cudaStorageType(td.type) : cStorageType(td.type)) + " " + t + "_sh" + dims + ";\n";
+      std::string at, rest = "polyk_c";
+      for (size_t i = td.shape.size(); i-- > 0;) {
+        at = "[" + rest + (i ? " % " + std::to_string(td.shape[i].value) : "") + "]" + at;
+        rest = "(" + rest + " / " + std::to_string(td.shape[i].value) + ")";
+      }
+      std::string loop = cuda ? "  for (polyk_idx polyk_c = threadIdx.x; polyk_c < " + std::to_string(elements) + "; polyk_c += " + std::to_string(B) + ")"
+                              : "  for (polyk_idx polyk_c = 0; polyk_c < " + std::to_string(elements) + "; ++polyk_c)";
+      copies += loop + " " + t + "_sh" + at + " = " + t + "[polyk_c];\n";
+      continue;
+    }
     for (size_t i = 1; i < td.shape.size(); ++i) dims += "[" + std::to_string(td.shape[i].value) + "]";
     o += std::string("  ") + (cuda ? "__shared__ " : "") + computeCType(td.type) + " " + t + "_sh[" + std::to_string(P) + "]" + dims + ";\n";
   }
+  if (!copies.empty()) o += copies + (cuda ? "  __syncthreads();\n" : "");
+  std::set<std::string> rowsOnly;
+  for (const auto &t : kc.shared)
+    if (!inputs.count(t)) rowsOnly.insert(t);
+  std::set<std::string> promoted(kc.promoted.begin(), kc.promoted.end()), &rows = rowsOnly;
+  std::set<std::string> kept = promoted;
+  kept.insert(rows.begin(), rows.end());
   for (const auto &t : kc.promoted) o += std::string("  ") + computeCType(s.tensor(t)->type) + " " + t + "_r;\n";
   o += "  const polyk_idx polyk_p0 = " + std::string(cuda ? "(polyk_idx)blockIdx.x" : "bx") + " * " + std::to_string(P) + ";\n";
   for (size_t f = 0; f < dag.functions.size(); ++f) {
@@ -148,7 +175,16 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
             if (kept.count(acc.name)) return acc.name + "_r" + (rows.count(acc.name) ? rowIndex(st.write, acc.shape.size()) : "") + " = " + id + ";";
             return acc.name + "[" + linearIndex(st.write, acc) + "] = " + storeValue(d, acc.type, id) + ";";
           },
-          nullptr, name, {}, rows);
+          [&](const ScopStatement &st, size_t r, const std::string &lv) {
+            // A read of a copied input: its element of the block's copy.
+            isl::map a(islCtx(), st.reads[r]);
+            std::string t = a.range_tuple_id().name();
+            if (!inputs.count(t)) return lv;
+            std::string at;
+            for (size_t i = 0; i < s.tensor(t)->shape.size(); ++i) at += "[" + subscriptC(st.reads[r], i) + "]";
+            return t + "_sh" + at;
+          },
+          name, {}, rows);
       Box b = boxOf(st);
       for (const auto &t : kc.shared) m = replaceWord(m, t + "_r", t + "_sh[(" + b.names[0] + ") - polyk_p0]");
       o += m;

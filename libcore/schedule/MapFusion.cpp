@@ -99,14 +99,21 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested) {
     }
     sz.threads = requested.threads;
   } else {
-    for (const auto &f : dag.functions) sz.threads.push_back(f.granularities.back());
+    // One thread per element of the row's last dim (a thread walks the others): F's 3 x 3 and
+    // 5 x 5 products on 3 and 5 threads an instance. H100 (bench/results/2026-11-27-h100-map.csv),
+    // F at 31744 / 2^20 instances: a thread per element [9, 3, 1, 25], 10 instances a block 13.1 /
+    // 252.7 us; [3, 3, 1, 5], 64 instances 10.7 / 145.5; skinning [16, 16, 4] 8.7 / 122.6, [4, 4,
+    // 4] 8.3 / 92.1.
+    for (const auto &f : dag.functions) sz.threads.push_back(f.row.empty() ? 1 : f.row.back());
   }
   if (requested.block.size() > 1 || requested.tile.size() > 1)
     throw UsageError("--fusion=shared: the kernel's band is the instance: give one tile size (instances a block) and one block size (threads)");
   long long block = requested.block.empty() ? 256 : requested.block[0];
   long long widest = *std::max_element(sz.threads.begin(), sz.threads.end());
   sz.block = {block};
-  sz.tile = {requested.tile.empty() ? std::max<long long>(1, block / widest) : requested.tile[0]};
+  long long instances = 1;
+  while (instances * widest < block) instances *= 2;
+  sz.tile = {requested.tile.empty() ? instances : requested.tile[0]};
   return sz;
 }
 

@@ -518,7 +518,7 @@ private:
           const SourceLoc &at = i < k.at.shared.size() ? k.at.shared[i] : k.at.kernel;
           const TensorDecl *t = s_.tensor(k.shared[i]);
           if (!t) fail(at, "undefined tensor " + quoted(k.shared[i]));
-          if (t->role != Role::Temporary) fail(at, "a fused map kernel keeps temporaries in shared memory; " + quoted(t->name) + " is an " + roleName(t->role));
+          if (t->role == Role::Output) fail(at, "a fused map kernel keeps temporaries and inputs in shared memory; " + quoted(t->name) + " is an output");
         }
         continue;
       }

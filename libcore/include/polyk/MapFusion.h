@@ -46,9 +46,9 @@ std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k);
 
 /// polyk-schedule --fusion=shared: the sizes of the one fused kernel, from those `requested`
 /// (`kernel[0] -> threads[g0, ...]`, tile[P], block[B]) or by default: each function on as many
-/// threads per instance as its row has elements, 256 threads a block, and as many instances a
-/// block as the widest function fills (256 / its threads, at least 1). Throws UsageError for
-/// counts that are not a function's granularities.
+/// threads per instance as its row's last dim has elements, 256 threads a block, and the fewest
+/// instances a block, a power of two, that give the widest function a point for every thread.
+/// Throws UsageError for counts that are not a function's granularities.
 KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested);
 
 /// fusion/1: the DAG and the candidates.
