@@ -28,49 +28,6 @@ bool mapBlockKernel(const Scop &s, int k) {
 
 namespace {
 
-/// A statement's dims as a box: dim 0 (the instance) from 0 to `instances` (C), the others from 0
-/// to constant extents. Throws UsageError where the domain is not such a box.
-struct Box {
-  std::string instances;
-  std::vector<long long> extents; // dims 1..
-  std::vector<std::string> names; // all dims
-};
-
-Box boxOf(const ScopStatement &st) {
-  isl::ctx ctx = islCtx();
-  isl::set dom(ctx, st.domain);
-  Box b;
-  unsigned n = dom.tuple_dim();
-  for (unsigned i = 0; i < n; ++i) {
-    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
-    b.names.push_back(isl_id_get_name(id));
-    isl_id_free(id);
-  }
-  auto refuse = [&](const std::string &why) -> Box {
-    throw UsageError("--fusion=shared: statement " + st.name + " (" + st.source + "): " + why);
-  };
-  if (n == 0) return refuse("no instance dim");
-  isl::pw_aff last = isl::manage(isl_set_dim_max(dom.copy(), 0));
-  isl::pw_aff one = isl::manage(isl_pw_aff_val_on_domain(isl_pw_aff_domain(last.copy()), isl_val_one(ctx.get())));
-  b.instances = cExpression(last.add(one));
-  std::string lift = "{ " + st.name + "[d0] -> " + st.name + "[";
-  for (unsigned i = 0; i < n; ++i) lift += (i ? ", " : "") + std::string("d") + std::to_string(i);
-  lift += "] : 0 = 0";
-  for (unsigned i = 1; i < n; ++i) {
-    isl::pw_aff hi = isl::manage(isl_set_dim_max(dom.copy(), (int)i)), lo = isl::manage(isl_set_dim_min(dom.copy(), (int)i));
-    if (isl_pw_aff_is_cst(hi.get()) != isl_bool_true || isl_pw_aff_is_cst(lo.get()) != isl_bool_true)
-      return refuse("dim " + b.names[i] + " has no constant extent (a fused map's rows are constant)");
-    long long h = dom.dim_max_val((int)i).get_num_si(), l = dom.dim_min_val((int)i).get_num_si();
-    if (l != 0) return refuse("dim " + b.names[i] + " does not start at 0");
-    b.extents.push_back(h + 1);
-    lift += " and 0 <= d" + std::to_string(i) + " <= " + std::to_string(h);
-  }
-  // Every point of the box at an instance of the domain is in the domain.
-  isl::set instances = isl::manage(isl_set_set_tuple_name(isl_set_project_out(dom.copy(), isl_dim_set, 1, n - 1), st.name.c_str()));
-  if (!instances.apply(isl::map(ctx, lift + " }")).is_subset(dom)) return refuse("its domain is not a box over the instances (a `where`?)");
-  return b;
-}
-
 std::string list(const std::vector<long long> &v) {
   std::string o;
   for (size_t i = 0; i < v.size(); ++i) o += (i ? " x " : "") + std::to_string(v[i]);
@@ -135,7 +92,7 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
     const ScopStatement &first = *s.statement(fn.statements.front());
     size_t par = 0;
     while (par < first.dims.size() && first.dims[par] == "parallel") ++par;
-    Box box = boxOf(first);
+    MapBox box = mapBox(first);
     std::vector<long long> row(box.extents.begin(), box.extents.begin() + (long)(par - 1));
     long long all = 1;
     for (long long e : row) all *= e;
@@ -185,7 +142,7 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
             return t + "_sh" + at;
           },
           name, {}, rows);
-      Box b = boxOf(st);
+      MapBox b = mapBox(st);
       for (const auto &t : kc.shared) m = replaceWord(m, t + "_r", t + "_sh[(" + b.names[0] + ") - polyk_p0]");
       o += m;
     }
@@ -214,7 +171,7 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
     }
     for (const auto &name : fn.statements) {
       const ScopStatement &st = *s.statement(name);
-      Box b = boxOf(st);
+      MapBox b = mapBox(st);
       if (b.extents.size() < row.size())
         throw UsageError("--fusion=shared: statement " + name + " has fewer dims than its function's row");
       std::string args = "polyk_p";

@@ -77,6 +77,41 @@ MapDag mapDag(const Scop &s) {
   return dag;
 }
 
+MapBox mapBox(const ScopStatement &st) {
+  isl::ctx ctx = islCtx();
+  isl::set dom(ctx, st.domain);
+  MapBox b;
+  unsigned n = dom.tuple_dim();
+  for (unsigned i = 0; i < n; ++i) {
+    isl_id *id = isl_set_get_dim_id(dom.get(), isl_dim_set, i);
+    b.names.push_back(isl_id_get_name(id));
+    isl_id_free(id);
+  }
+  auto refuse = [&](const std::string &why) -> MapBox {
+    throw UsageError("--fusion=shared: statement " + st.name + " (" + st.source + "): " + why);
+  };
+  if (n == 0) return refuse("no instance dim");
+  isl::pw_aff last = isl::manage(isl_set_dim_max(dom.copy(), 0));
+  isl::pw_aff one = isl::manage(isl_pw_aff_val_on_domain(isl_pw_aff_domain(last.copy()), isl_val_one(ctx.get())));
+  b.instances = cExpression(last.add(one));
+  std::string lift = "{ " + st.name + "[d0] -> " + st.name + "[";
+  for (unsigned i = 0; i < n; ++i) lift += (i ? ", " : "") + std::string("d") + std::to_string(i);
+  lift += "] : 0 = 0";
+  for (unsigned i = 1; i < n; ++i) {
+    isl::pw_aff hi = isl::manage(isl_set_dim_max(dom.copy(), (int)i)), lo = isl::manage(isl_set_dim_min(dom.copy(), (int)i));
+    if (isl_pw_aff_is_cst(hi.get()) != isl_bool_true || isl_pw_aff_is_cst(lo.get()) != isl_bool_true)
+      return refuse("dim " + b.names[i] + " has no constant extent (a fused map's rows are constant)");
+    long long h = dom.dim_max_val((int)i).get_num_si(), l = dom.dim_min_val((int)i).get_num_si();
+    if (l != 0) return refuse("dim " + b.names[i] + " starts at " + std::to_string(l) + ", not 0 (a `where`?); a fused map kernel runs over whole rows");
+    b.extents.push_back(h + 1);
+    lift += " and 0 <= d" + std::to_string(i) + " <= " + std::to_string(h);
+  }
+  // Every point of the box at an instance of the domain is in the domain.
+  isl::set instances = isl::manage(isl_set_set_tuple_name(isl_set_project_out(dom.copy(), isl_dim_set, 1, n - 1), st.name.c_str()));
+  if (!instances.apply(isl::map(ctx, lift + " }")).is_subset(dom)) return refuse("its domain is not a box over the instances (a `where`?)");
+  return b;
+}
+
 KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested) {
   MapDag dag = mapDag(s);
   const size_t n = dag.functions.size();
@@ -86,6 +121,7 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested) {
     return o;
   };
   if (n > 8) throw UsageError("--fusion=shared: " + std::to_string(n) + " functions; a fused kernel takes at most 8 (kernel[0] -> threads[..])");
+  for (const auto &st : s.statements) mapBox(st); // (throws where a domain is no box)
   KernelSizes sz;
   if (!requested.threads.empty()) {
     if (requested.threads.size() != n)

@@ -44,6 +44,16 @@ MapDag mapDag(const Scop &s);
 /// sets in order of size, then of members.
 std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k);
 
+/// A statement's dims as a box: dim 0 (the instance) from 0 to `instances` (C), the others from 0
+/// to constant extents. Throws UsageError where the domain is not such a box (a fused map
+/// kernel's statements run over whole rows).
+struct MapBox {
+  std::string instances;
+  std::vector<long long> extents; // dims 1..
+  std::vector<std::string> names; // all dims
+};
+MapBox mapBox(const ScopStatement &st);
+
 /// polyk-schedule --fusion=shared: the sizes of the one fused kernel, from those `requested`
 /// (`kernel[0] -> threads[g0, ...]`, tile[P], block[B]) or by default: each function on as many
 /// threads per instance as its row's last dim has elements, 256 threads a block, and the fewest
