@@ -16,6 +16,7 @@
 #include "polyk/Sizes.h"
 #include "polyk/Types.h"
 
+#include <algorithm>
 #include <set>
 
 namespace polyk::codegen {
@@ -41,6 +42,11 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
   const KernelSizes sz = parseSizes(s.sizes, &s.at.sizes).at(k);
   const long long P = sz.tile.at(0), B = kc.block[0];
   MapDag dag = mapDag(s);
+  // The kernel's functions.
+  std::vector<MapFunction> mine;
+  for (const auto &fn : dag.functions)
+    if (std::find(kc.statements.begin(), kc.statements.end(), fn.statements.front()) != kc.statements.end()) mine.push_back(fn);
+  dag.functions = mine;
   if (dag.functions.size() != sz.threads.size())
     throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + std::to_string(sz.threads.size()) + " counts for " +
                      std::to_string(dag.functions.size()) + " functions");

@@ -535,6 +535,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   // instances is refused below).
   bool fuseAll = options.fusion == "all" || options.fusion == "shared", fuseShared = options.fusion == "shared";
   const std::string fusionFlag = "--fusion=" + options.fusion;
+  std::vector<std::vector<size_t>> coverSets; // --fusion=shared: each kernel's functions (MapDag)
+  if (!options.cover.empty() && !fuseShared) throw UsageError("--fusion-cover applies to --fusion=shared");
   if (fuseAll) {
     std::vector<const ScopStatement *> all;
     for (const auto &k : kernels) all.insert(all.end(), k.begin(), k.end());
@@ -542,6 +544,20 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       if (st->dims.empty() || st->dims[0] != "parallel")
         throw UsageError(fusionFlag + ": statement " + st->name + " has no parallel first dim to run its instances over");
     kernels = {all};
+    if (fuseShared) {
+      // The cover's sets, a kernel each (one set of all by default).
+      MapDag dag = mapDag(scop);
+      coverSets = options.cover.empty() ? std::vector<std::vector<size_t>>{{}} : parseCover(dag, options.cover);
+      if (options.cover.empty())
+        for (size_t f = 0; f < dag.functions.size(); ++f) coverSets[0].push_back(f);
+      kernels.clear();
+      for (const auto &set : coverSets) {
+        std::vector<const ScopStatement *> k;
+        for (size_t f : set)
+          for (const auto &name : dag.functions[f].statements) k.push_back(scop.statement(name));
+        kernels.push_back(k);
+      }
+    }
   }
   auto parOf = [&](const std::vector<const ScopStatement *> &k) { return fuseAll ? size_t(1) : parallelDims(*k.front()); };
 
@@ -673,7 +689,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       }
     }
     if (fuseShared) {
-      sz = mapBlockSizes(scop, requested.count((int)k) ? requested[(int)k] : KernelSizes{});
+      sz = mapBlockSizes(scop, requested.count((int)k) ? requested[(int)k] : KernelSizes{}, coverSets[k]);
       used[(int)k] = sz;
       isl::schedule_node_band b = node.as<isl::schedule_node_band>();
       node = b.tile(isl::multi_val::zero(bandSpace(b)).set_at(0, isl::val(ctx, sz.tile[0])));

@@ -112,8 +112,10 @@ MapBox mapBox(const ScopStatement &st) {
   return b;
 }
 
-KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested) {
-  MapDag dag = mapDag(s);
+KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std::vector<size_t> &functions) {
+  MapDag all = mapDag(s);
+  MapDag dag;
+  for (size_t f : functions) dag.functions.push_back(all.functions.at(f));
   const size_t n = dag.functions.size();
   auto list = [](const std::vector<long long> &v) {
     std::string o;
@@ -151,6 +153,65 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested) {
   while (instances * widest < block) instances *= 2;
   sz.tile = {requested.tile.empty() ? instances : requested.tile[0]};
   return sz;
+}
+
+std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string &text) {
+  std::vector<std::vector<size_t>> sets;
+  std::vector<int> owner(dag.functions.size(), -1);
+  auto bad = [&](const std::string &why) -> std::vector<std::vector<size_t>> { throw UsageError("--fusion-cover " + text + ": " + why); };
+  std::string item;
+  std::vector<size_t> set;
+  auto endName = [&] {
+    if (item.empty()) return;
+    size_t f = dag.functions.size();
+    for (size_t i = 0; i < dag.functions.size(); ++i)
+      if (dag.functions[i].name == item) f = i;
+    if (f == dag.functions.size()) bad("no function " + item + " (the map has f0 to f" + std::to_string(dag.functions.size() - 1) + ")");
+    if (owner[f] >= 0) bad(item + " is in two sets");
+    owner[f] = (int)sets.size();
+    set.push_back(f);
+    item.clear();
+  };
+  for (char c : text + ",") {
+    if (c == ' ') continue;
+    if (c == '+' || c == ',') endName();
+    else item += c;
+    if (c == ',' && !set.empty()) {
+      std::sort(set.begin(), set.end());
+      sets.push_back(set);
+      set.clear();
+    }
+  }
+  for (size_t f = 0; f < owner.size(); ++f)
+    if (owner[f] < 0) bad(dag.functions[f].name + " is in no set");
+  // Convex: no path leaves a set and re-enters it (the candidates' test).
+  for (const auto &s : sets) {
+    auto candidates = fusionCandidates(dag, s.size());
+    if (s.size() > 1 && std::find(candidates.begin(), candidates.end(), s) == candidates.end()) {
+      std::string names;
+      for (size_t f : s) names += (names.empty() ? "" : "+") + dag.functions[f].name;
+      bad(names + " is not a fusible set (connected, and no path leaving it re-enters it)");
+    }
+  }
+  // The sets in an order every edge follows (Kahn's), else a cycle.
+  std::vector<std::set<size_t>> after(sets.size());
+  std::vector<int> before(sets.size(), 0);
+  for (const auto &e : dag.edges) {
+    size_t a = (size_t)owner[e.from], b = (size_t)owner[e.to];
+    if (a != b && after[a].insert(b).second) ++before[b];
+  }
+  std::vector<std::vector<size_t>> ordered;
+  std::vector<bool> done(sets.size(), false);
+  while (ordered.size() < sets.size()) {
+    size_t next = sets.size();
+    for (size_t i = 0; i < sets.size() && next == sets.size(); ++i)
+      if (!done[i] && before[i] == 0) next = i;
+    if (next == sets.size()) bad("the sets depend on each other both ways (no order runs them)");
+    done[next] = true;
+    ordered.push_back(sets[next]);
+    for (size_t b : after[next]) --before[b];
+  }
+  return ordered;
 }
 
 std::vector<std::vector<size_t>> fusionCandidates(const MapDag &dag, size_t k) {

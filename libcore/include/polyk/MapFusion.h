@@ -59,7 +59,13 @@ MapBox mapBox(const ScopStatement &st);
 /// threads per instance as its row's last dim has elements, 256 threads a block, and the fewest
 /// instances a block, a power of two, that give the widest function a point for every thread.
 /// Throws UsageError for counts that are not a function's granularities.
-KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested);
+/// `functions`: the kernel's (MapDag indices, in order).
+KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std::vector<size_t> &functions);
+
+/// The kernels of `--fusion-cover` text (`f0+f1+f2,f3`): sets of MapDag indices, in an order in
+/// which every edge goes forward. Throws UsageError where the text names an unknown function, a
+/// function twice or not at all, a set that is not convex, or sets whose edges form a cycle.
+std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string &text);
 
 /// fusion/1: the DAG and the candidates.
 std::string writeFusionCandidates(const MapDag &dag, const std::vector<std::vector<size_t>> &candidates, size_t k);

@@ -22,6 +22,9 @@ struct ScheduleOptions {
   /// independent instances, Fousek et al.): one kernel whose band is the statements' common
   /// outermost dim, each thread running every statement, in order, for its instances.
   std::string fusion = "auto";
+  /// Under fusion "shared": the cover of the map's functions by fused kernels, `f0+f1+f2,f3` (a
+  /// kernel per set, MapDag's names); empty: one kernel of all.
+  std::string cover;
   /// Steps a launch of an iterated stencil, each block's tile kept in shared memory over them
   /// (polyk/TimeTiles.h): the sizes' `kernel[0] -> time[T]`. -1 (auto): kAutoTimeTile steps where
   /// the program takes them and the sizes give kernel[0] no tile; 0: none unless the sizes say so.
