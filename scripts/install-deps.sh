@@ -8,6 +8,7 @@ packages=(
   libisl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   googletest libgtest-dev
   libxgboost-dev   # polyk-tune's cost model (gradient-boosted trees)
+  libglpk-dev      # map fusion's cover by an ILP (polyk-schedule --fusion=search)
   libboost-dev     # polyk-partition's runtime: the segment tracker (Boost.ICL, header-only)
   libopenmpi-dev openmpi-bin   # polyk-partition's runtime past one process (MPI)
   llvm-14-tools   # lit and FileCheck

@@ -1,17 +1,20 @@
 // polyk-schedule: scop/1 -> schedule/1 (Panamera §4.1-4.2). See libcore/include/polyk/Schedule.h.
 #include "polyk/MapFusion.h"
+#include "polyk/MapSearch.h"
 #include "polyk/Schedule.h"
 #include "polyk/Tool.h"
 #include "polyk/TuneRun.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 int main(int argc, char **argv) {
   polyk::ScheduleOptions opts;
   bool dumpSizes = false;
-  std::string tuning, candidates, timeTile = "auto";
-  size_t maxFusion = 4;
+  std::string tuning, candidates, timeTile = "auto", psiFile, routines;
+  size_t maxFusion = 4, rank = 0, covers = 8;
   return polyk::runTool(
       argc, argv,
       {"polyk-schedule",
@@ -27,9 +30,11 @@ int main(int argc, char **argv) {
          app.add_option("--fusion", opts.fusion,
                         "affine programs: auto (a kernel per statement), all (a map over independent instances: one "
                         "kernel over the statements' common first dim, each thread running every statement for its instances), "
-                        "or shared (one kernel too, each block taking a tile of instances, each function on its own threads per "
-                        "instance, kernel[0] -> threads[..], its intermediates in shared memory)")
-             ->check(CLI::IsMember({"auto", "all", "shared"}))
+                        "shared (one kernel too, each block taking a tile of instances, each function on its own threads per "
+                        "instance, kernel[0] -> threads[..], its intermediates in shared memory; --fusion-cover: several), or "
+                        "search (Fousek's search: the candidates' implementations, their time predicted from --psi, the "
+                        "covers by an ILP; runs cover --fusion-rank as shared does)")
+             ->check(CLI::IsMember({"auto", "all", "shared", "search"}))
              ->capture_default_str();
          app.add_option("--fusion-cover", opts.cover,
                         "with --fusion=shared: the fused kernels, as sets of the map's functions (f0, f1, ... as "
@@ -60,11 +65,41 @@ int main(int argc, char **argv) {
          app.add_option("--fusion-max", maxFusion, "the largest candidate, in functions")
              ->check(CLI::Range(1, 16))
              ->capture_default_str();
+         app.add_option("--psi", psiFile, "--fusion=search: the routines' timings on the target (psi/1, bench/map/psi.sh); "
+                                          "without it, a bandwidth and FMA model")
+             ->check(CLI::ExistingFile);
+         app.add_option("--fusion-covers", covers, "--fusion=search: the covers to find (the best and its alternatives)")
+             ->check(CLI::Range(1, 1000))
+             ->capture_default_str();
+         app.add_option("--fusion-rank", rank, "--fusion=search: run this cover (0: the best predicted)")->capture_default_str();
+         app.add_option("--fusion-routines", routines,
+                        "a map: write its routines' programs (each function alone at each of its threads per instance, and "
+                        "row copies) and list.txt to this directory, for bench/map/psi.sh");
        },
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &extra) {
          polyk::Scop scop = polyk::readScop(in.text, in.displayName);
          opts.timeTile = timeTile == "auto" ? -1 : std::stoll(timeTile);
-         if (!candidates.empty()) {
+         if (!routines.empty()) {
+           std::filesystem::create_directories(routines);
+           std::string list;
+           for (const auto &[name, program] : polyk::routinePrograms(scop)) {
+             extra[routines + "/" + name + ".yaml"] = program.first;
+             list += name + " " + program.second + "\n";
+           }
+           extra[routines + "/list.txt"] = list;
+         }
+         if (opts.fusion == "search") {
+           if (!opts.sizes.empty() || !opts.cover.empty()) throw polyk::UsageError("--fusion=search chooses the cover and its sizes; give neither --sizes nor --fusion-cover");
+           std::optional<polyk::MapPsi> psi;
+           if (!psiFile.empty()) psi = polyk::readPsi(psiFile);
+           polyk::MapSearchResult found = polyk::searchFusions(scop, maxFusion, covers, psi ? &*psi : nullptr);
+           if (rank >= found.covers.size())
+             throw polyk::UsageError("--fusion-rank " + std::to_string(rank) + ": the search found " + std::to_string(found.covers.size()) + " covers");
+           if (!candidates.empty()) extra[candidates] = polyk::writeFusionSearch(found, maxFusion);
+           opts.fusion = "shared";
+           opts.cover = polyk::coverText(found, rank);
+           opts.sizes = polyk::coverSizes(found, rank);
+         } else if (!candidates.empty()) {
            polyk::MapDag dag = polyk::mapDag(scop);
            extra[candidates] = polyk::writeFusionCandidates(dag, polyk::fusionCandidates(dag, maxFusion), maxFusion);
          }

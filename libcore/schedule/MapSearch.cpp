@@ -1,0 +1,453 @@
+// Map fusion's search (MapSearch.h): implementations, prediction (Eq. 3), the cover by GLPK.
+#include "polyk/MapSearch.h"
+
+#include "polyk/Diagnostics.h"
+#include "polyk/Isl.h"
+
+#include <glpk.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace polyk {
+
+namespace {
+
+std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
+
+/// Elements an instance of tensor `t` (its dims after the instance; 0 for a tensor without the
+/// instance dim, read by every instance: cached, not counted).
+long long rowElements(const TensorDecl &t, const std::string &instances) {
+  if (t.shape.empty() || t.shape[0].str() != instances) return 0;
+  long long e = 1;
+  for (size_t d = 1; d < t.shape.size(); ++d) e *= t.shape[d].value;
+  return e;
+}
+
+/// Piecewise-linear in r through the measured points (extrapolated with the last slope).
+double interpolate(const std::map<long long, double> &at, long long r) {
+  if (at.empty()) return 0;
+  if (at.size() == 1) return at.begin()->second * (double)r / (double)at.begin()->first;
+  auto hi = at.lower_bound(r);
+  if (hi == at.end()) --hi;
+  if (hi == at.begin()) ++hi;
+  auto lo = std::prev(hi);
+  double slope = (hi->second - lo->second) / (double)(hi->first - lo->first);
+  return std::max(0.0, lo->second + slope * (double)(r - lo->first));
+}
+
+} // namespace
+
+MapPsi readPsi(const std::string &path) {
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(path);
+  } catch (const YAML::Exception &e) {
+    throw UsageError("--psi " + path + ": " + e.what());
+  }
+  if (!doc["polyk"] || doc["polyk"].as<std::string>() != "psi/1") throw UsageError("--psi " + path + ": not a psi/1 file");
+  MapPsi p;
+  p.device = doc["device"].as<std::string>("");
+  p.launchUs = doc["launch_us"].as<double>(0);
+  for (const auto &s : doc["sizes"]) {
+    MapPsi::AtSize a;
+    a.instances = s["instances"].as<long long>();
+    for (const auto &c : s["copy_us"]) a.copyUs[c.first.as<long long>()] = c.second.as<double>();
+    for (const auto &f : s["function_us"]) a.functionUs[f.first.as<std::string>()] = f.second.as<double>();
+    p.sizes.push_back(a);
+  }
+  if (p.sizes.empty()) throw UsageError("--psi " + path + ": no sizes");
+  return p;
+}
+
+MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const MapPsi *psi) {
+  auto start = std::chrono::steady_clock::now();
+  MapSearchResult r;
+  r.dag = mapDag(s);
+  const MapDag &dag = r.dag;
+  const size_t n = dag.functions.size();
+  r.candidates = fusionCandidates(dag, k);
+  // The instance count: the instance dim's extent at the parameters' values.
+  MapBox box = mapBox(s.statements.front());
+  long long N = 0;
+  for (const auto &[name, value] : s.params)
+    if (name == box.instances) N = value;
+  if (N == 0) N = std::atoll(box.instances.c_str());
+  if (N <= 0) throw UsageError("map fusion: the instance count '" + box.instances + "' has no value");
+  r.instances = N;
+  // The routines' timings at the measured size nearest N (in ratio).
+  const MapPsi::AtSize *at = nullptr;
+  if (psi)
+    for (const auto &a : psi->sizes)
+      if (!at || std::fabs(std::log((double)a.instances / (double)N)) < std::fabs(std::log((double)at->instances / (double)N))) at = &a;
+  r.basis = at ? "psi " + psi->device + " at " + std::to_string(at->instances) + " instances" : "model";
+  const double launch = at ? psi->launchUs : 3.0;
+  // Per instance, us: a row of r elements loaded (half a copy) or stored; a function alone.
+  auto rowUs = [&](long long elements) {
+    if (elements == 0) return 0.0;
+    if (at) return interpolate(at->copyUs, elements) / (double)at->instances / 2;
+    return 2.0 * 4.0 * (double)elements / 3.0e6 / 2; // 3 TB/s
+  };
+  std::map<std::string, long long> rows; // tensor -> elements an instance
+  for (const auto &t : s.tensors) rows[t.name] = rowElements(t, box.instances);
+  auto computeUs = [&](size_t f, long long g) {
+    const MapFunction &fn = dag.functions[f];
+    double mem = rowUs(rows[fn.output]);
+    for (const auto &t : fn.reads) mem += rowUs(rows[t]);
+    if (at) {
+      auto it = at->functionUs.find(dag.program + " " + fn.name + " g" + std::to_string(g));
+      if (it != at->functionUs.end()) {
+        double alone = std::max(0.0, it->second - launch) / (double)at->instances;
+        return std::max(0.1 * alone, alone - mem);
+      }
+    }
+    // (Not measured: its multiply-adds at 50 TFLOP/s, a thread per instance slower.)
+    long long fmas = 1;
+    for (const auto &name : fn.statements) {
+      const ScopStatement &st = *s.statement(name);
+      if (st.dims.size() > 1 + fn.row.size()) {
+        MapBox b = mapBox(st);
+        long long e = 1;
+        for (long long x : b.extents) e *= x;
+        fmas = std::max(fmas, e);
+      }
+    }
+    return 2.0 * (double)fmas / 50.0e6 * (g == 1 ? 4.0 : 1.0);
+  };
+  // Implementations: per candidate, every granularity of each function; the linearization with
+  // the least peak of live intermediates, and their allocation.
+  for (size_t c = 0; c < r.candidates.size(); ++c) {
+    const std::vector<size_t> &set = r.candidates[c];
+    std::set<size_t> in(set.begin(), set.end());
+    // Intermediates: tensors a function of the set produces and another reads.
+    std::vector<std::string> mids;
+    std::map<std::string, size_t> producer;
+    for (size_t f : set) producer[dag.functions[f].output] = f;
+    for (size_t f : set)
+      for (const auto &t : dag.functions[f].reads)
+        if (producer.count(t) && std::find(mids.begin(), mids.end(), t) == mids.end()) mids.push_back(t);
+    std::sort(mids.begin(), mids.end());
+    auto bytesOf = [&](const std::string &t) { return rows[t] * (long long)dtypeBytes(s.tensor(t)->type); };
+    // Linearizations: the topological orders of the set (exhaustive; sets are small).
+    std::vector<size_t> best;
+    long long bestPeak = -1;
+    std::vector<size_t> order;
+    std::vector<bool> used(n, false);
+    std::function<void()> enumerate = [&] {
+      if (order.size() == set.size()) {
+        long long peak = 0;
+        for (size_t i = 0; i < order.size(); ++i) {
+          long long live = 0;
+          for (const auto &t : mids) {
+            size_t made = (size_t)(std::find(order.begin(), order.end(), producer[t]) - order.begin()), last = made;
+            for (size_t j = 0; j < order.size(); ++j) {
+              const auto &rd = dag.functions[order[j]].reads;
+              if (std::find(rd.begin(), rd.end(), t) != rd.end()) last = std::max(last, j);
+            }
+            if (made <= i && i <= last) live += bytesOf(t);
+          }
+          peak = std::max(peak, live);
+        }
+        if (bestPeak < 0 || peak < bestPeak) bestPeak = peak, best = order;
+        return;
+      }
+      for (size_t f : set) {
+        if (used[f]) continue;
+        bool ready = true;
+        for (const auto &e : dag.edges)
+          if (e.to == f && in.count(e.from) && !used[e.from]) ready = false;
+        if (!ready) continue;
+        used[f] = true, order.push_back(f);
+        enumerate();
+        used[f] = false, order.pop_back();
+      }
+    };
+    enumerate();
+    // Lifetimes in the chosen order, and the allocation by branch and bound: each intermediate at
+    // offset 0 or at the end of one placed before it, no two live at once overlapping.
+    std::vector<std::pair<size_t, size_t>> life;
+    for (const auto &t : mids) {
+      size_t made = (size_t)(std::find(best.begin(), best.end(), producer[t]) - best.begin()), last = made;
+      for (size_t j = 0; j < best.size(); ++j) {
+        const auto &rd = dag.functions[best[j]].reads;
+        if (std::find(rd.begin(), rd.end(), t) != rd.end()) last = std::max(last, j);
+      }
+      life.push_back({made, last});
+    }
+    std::vector<long long> offsets(mids.size(), 0), bestOffsets;
+    long long bestEnd = -1;
+    std::function<void(size_t, long long)> place = [&](size_t i, long long end) {
+      if (bestEnd >= 0 && end >= bestEnd) return; // bound
+      if (i == mids.size()) {
+        bestEnd = end, bestOffsets = offsets;
+        return;
+      }
+      std::set<long long> tries{0};
+      for (size_t j = 0; j < i; ++j) tries.insert((offsets[j] + bytesOf(mids[j]) + 15) / 16 * 16);
+      for (long long off : tries) {
+        bool clash = false;
+        for (size_t j = 0; j < i && !clash; ++j) {
+          bool together = life[i].first <= life[j].second && life[j].first <= life[i].second;
+          clash = together && off < offsets[j] + bytesOf(mids[j]) && offsets[j] < off + bytesOf(mids[i]);
+        }
+        if (clash) continue;
+        offsets[i] = off;
+        place(i + 1, std::max(end, off + bytesOf(mids[i])));
+      }
+    };
+    place(0, 0);
+    // Granularities: every combination (at most 64 a candidate, the widest first dropped).
+    std::vector<std::vector<long long>> choices{{}};
+    for (size_t f : best) {
+      std::vector<std::vector<long long>> next;
+      for (const auto &ch : choices)
+        for (long long g : dag.functions[f].granularities) {
+          auto x = ch;
+          x.push_back(g);
+          next.push_back(x);
+        }
+      choices = next;
+    }
+    if (choices.size() > 64) choices.resize(64);
+    // Memory routines at the set's boundary: inputs it reads, outputs others read or the program's.
+    double mem = 0;
+    std::set<std::string> loads, stores;
+    for (size_t f : set) {
+      for (const auto &t : dag.functions[f].reads)
+        if (!producer.count(t)) loads.insert(t);
+      const std::string &o = dag.functions[f].output;
+      bool outside = s.tensor(o)->role == Role::Output;
+      for (size_t g = 0; g < n; ++g) {
+        const auto &rd = dag.functions[g].reads;
+        outside |= !in.count(g) && std::find(rd.begin(), rd.end(), o) != rd.end();
+      }
+      if (outside) stores.insert(o);
+    }
+    for (const auto &t : loads) mem += rowUs(rows[t]);
+    for (const auto &t : stores) mem += rowUs(rows[t]);
+    for (const auto &threads : choices) {
+      MapImplementation im;
+      im.candidate = c;
+      im.order = best;
+      im.threads = threads;
+      im.boundBytes = bestPeak;
+      im.allocatedBytes = bestEnd;
+      im.offsets = bestOffsets;
+      long long widest = *std::max_element(threads.begin(), threads.end()), declared = 0;
+      for (const auto &t : mids) declared += bytesOf(t);
+      while (im.instances * widest < 256) im.instances *= 2;
+      while (im.instances > 1 && im.instances * declared > 48 * 1024) im.instances /= 2;
+      double comp = 0;
+      for (size_t i = 0; i < best.size(); ++i) comp += computeUs(best[i], threads[i]);
+      im.memUs = mem * (double)N;
+      im.computeUs = comp * (double)N;
+      // Eq. 3 (t_md: our kernels recompute thread coordinates in every function, so it is inside
+      // the functions' measured times), plus the kernel's launch.
+      im.us = std::max(im.memUs + im.computeUs, im.computeUs) + launch;
+      r.implementations.push_back(im);
+    }
+  }
+  auto mid = std::chrono::steady_clock::now();
+  r.searchSeconds = std::chrono::duration<double>(mid - start).count();
+
+  // The cover: an ILP over the implementations (GLPK), each function covered once, the predicted
+  // time least; alternatives by restarts on the implementations less one member of a cover found.
+  auto solve = [&](const std::set<size_t> &excluded, MapCover &out) {
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, (int)n);
+    for (size_t f = 0; f < n; ++f) glp_set_row_bnds(lp, (int)f + 1, GLP_FX, 1.0, 1.0);
+    std::vector<size_t> columns;
+    for (size_t i = 0; i < r.implementations.size(); ++i)
+      if (!excluded.count(i)) columns.push_back(i);
+    if (columns.empty()) {
+      glp_delete_prob(lp);
+      return false;
+    }
+    glp_add_cols(lp, (int)columns.size());
+    std::vector<int> ia{0}, ja{0};
+    std::vector<double> ar{0};
+    for (size_t j = 0; j < columns.size(); ++j) {
+      const MapImplementation &im = r.implementations[columns[j]];
+      glp_set_col_kind(lp, (int)j + 1, GLP_BV);
+      glp_set_obj_coef(lp, (int)j + 1, im.us);
+      for (size_t f : r.candidates[im.candidate]) ia.push_back((int)f + 1), ja.push_back((int)j + 1), ar.push_back(1.0);
+    }
+    glp_load_matrix(lp, (int)ia.size() - 1, ia.data(), ja.data(), ar.data());
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    bool ok = glp_intopt(lp, &parm) == 0 && glp_mip_status(lp) == GLP_OPT;
+    if (ok) {
+      out = MapCover();
+      for (size_t j = 0; j < columns.size(); ++j)
+        if (glp_mip_col_val(lp, (int)j + 1) > 0.5) out.implementations.push_back(columns[j]), out.us += r.implementations[columns[j]].us;
+    }
+    glp_delete_prob(lp);
+    return ok;
+  };
+  std::set<std::set<size_t>> tried;
+  std::vector<std::set<size_t>> queue{{}};
+  std::set<std::vector<size_t>> found;
+  for (size_t q = 0; q < queue.size() && r.covers.size() < maxCovers && q < 65536; ++q) {
+    MapCover cover;
+    if (!solve(queue[q], cover)) continue;
+    std::vector<size_t> key = cover.implementations;
+    std::sort(key.begin(), key.end());
+    if (found.insert(key).second) r.covers.push_back(cover);
+    for (size_t i : cover.implementations) {
+      std::set<size_t> next = queue[q];
+      next.insert(i);
+      if (tried.insert(next).second) queue.push_back(next);
+    }
+  }
+  std::stable_sort(r.covers.begin(), r.covers.end(), [](const MapCover &a, const MapCover &b) { return a.us < b.us; });
+  // Each cover's kernels in an order every edge follows.
+  for (auto &cover : r.covers) {
+    std::string text;
+    for (size_t i : cover.implementations) {
+      std::string set;
+      for (size_t f : r.candidates[r.implementations[i].candidate]) set += (set.empty() ? "" : "+") + dag.functions[f].name;
+      text += (text.empty() ? "" : ",") + set;
+    }
+    std::vector<std::vector<size_t>> ordered = parseCover(dag, text);
+    std::vector<size_t> sorted;
+    for (const auto &set : ordered)
+      for (size_t i : cover.implementations)
+        if (r.candidates[r.implementations[i].candidate] == set) sorted.push_back(i);
+    cover.implementations = sorted;
+  }
+  r.coverSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - mid).count();
+  return r;
+}
+
+std::string coverText(const MapSearchResult &r, size_t rank) {
+  std::string text;
+  for (size_t i : r.covers.at(rank).implementations) {
+    std::string set;
+    for (size_t f : r.implementations[i].order) set += (set.empty() ? "" : "+") + r.dag.functions[f].name;
+    text += (text.empty() ? "" : ",") + set;
+  }
+  return text;
+}
+
+std::string coverSizes(const MapSearchResult &r, size_t rank) {
+  std::string o = "{ ";
+  size_t k = 0;
+  for (size_t i : r.covers.at(rank).implementations) {
+    const MapImplementation &im = r.implementations[i];
+    std::string K = "kernel[" + std::to_string(k++) + "]", threads;
+    for (long long g : im.threads) threads += (threads.empty() ? "" : ", ") + std::to_string(g);
+    o += (k > 1 ? "; " : "") + K + " -> tile[" + std::to_string(im.instances) + "]; " + K + " -> block[256]; " + K + " -> threads[" + threads + "]";
+  }
+  return o + " }";
+}
+
+std::string writeFusionSearch(const MapSearchResult &r, size_t k) {
+  std::string base = writeFusionCandidates(r.dag, r.candidates, k);
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "instances" << YAML::Value << r.instances;
+  out << YAML::Key << "basis" << YAML::Value << r.basis;
+  out << YAML::Key << "seconds" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "implementations" << YAML::Value
+      << r.searchSeconds << YAML::Key << "covers" << YAML::Value << r.coverSeconds << YAML::EndMap;
+  out << YAML::Key << "implementations" << YAML::Value << YAML::BeginSeq;
+  for (const auto &im : r.implementations) {
+    out << YAML::Flow << YAML::BeginMap;
+    std::vector<std::string> names;
+    for (size_t f : im.order) names.push_back(r.dag.functions[f].name);
+    out << YAML::Key << "order" << YAML::Value << YAML::Flow << names;
+    out << YAML::Key << "threads" << YAML::Value << YAML::Flow << im.threads;
+    out << YAML::Key << "instances" << YAML::Value << im.instances;
+    out << YAML::Key << "bound_bytes" << YAML::Value << im.boundBytes;
+    out << YAML::Key << "allocated_bytes" << YAML::Value << im.allocatedBytes;
+    out << YAML::Key << "us" << YAML::Value << std::round(im.us * 100) / 100;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "covers" << YAML::Value << YAML::BeginSeq;
+  for (size_t c = 0; c < r.covers.size(); ++c) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "cover" << YAML::Value << coverText(r, c);
+    out << YAML::Key << "sizes" << YAML::Value << coverSizes(r, c);
+    out << YAML::Key << "us" << YAML::Value << std::round(r.covers[c].us * 100) / 100 << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+  // (The search's keys after the candidates' own.)
+  std::string more = out.c_str();
+  return base + more + "\n";
+}
+
+std::map<std::string, std::pair<std::string, std::string>> routinePrograms(const Scop &s) {
+  MapDag dag = mapDag(s);
+  MapBox box = mapBox(s.statements.front());
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  auto params = [&] {
+    std::string p = "params: {";
+    for (size_t i = 0; i < s.params.size(); ++i) p += (i ? ", " : "") + s.params[i].first + ": " + std::to_string(s.params[i].second);
+    return p + "}\n";
+  };
+  auto decl = [](const TensorDecl &t, const std::string &role) {
+    std::string shape;
+    for (size_t d = 0; d < t.shape.size(); ++d) shape += (d ? ", " : "") + t.shape[d].str();
+    return "  " + t.name + ": {type: " + dtypeName(t.type) + ", shape: [" + shape + "], role: " + role + "}\n";
+  };
+  for (const auto &fn : dag.functions) {
+    // Its program statements (a later one inlined into it included), the tensors they name.
+    std::vector<std::string> sources;
+    for (const auto &name : fn.statements)
+      for (const std::string &src : {s.statement(name)->source, s.statement(name)->epilogue})
+        if (!src.empty() && std::find(sources.begin(), sources.end(), src) == sources.end()) sources.push_back(src);
+    std::set<std::string> written, named;
+    for (const auto &src : sources) {
+      size_t open = src.find('(');
+      written.insert(src.substr(0, open));
+      for (const auto &t : s.tensors) {
+        for (size_t at = src.find(t.name); at != std::string::npos; at = src.find(t.name, at + 1)) {
+          bool start = at == 0 || !(std::isalnum((unsigned char)src[at - 1]) || src[at - 1] == '_');
+          bool call = at + t.name.size() < src.size() && src[at + t.name.size()] == '(';
+          if (start && call) named.insert(t.name);
+        }
+      }
+    }
+    std::string tensors;
+    for (const auto &t : s.tensors)
+      if (named.count(t.name)) tensors += decl(t, t.name == fn.output ? "output" : written.count(t.name) ? "temporary" : "input");
+    for (long long g : fn.granularities) {
+      std::string name = dag.program + "_" + fn.name + "_g" + std::to_string(g);
+      std::string text = "polyk: program/1\nname: " + name + "\n" + params() + "tensors:\n" + tensors + "statements:\n";
+      // (The function's statement with a `where` that holds everywhere, `0 <= p` of its instance: a lone
+      // function of plain subscripts would take the reduction path, not the map's.)
+      for (const auto &src : sources) {
+        size_t open = src.find('('), end = src.find_first_of(",)", open);
+        std::string instance = src.substr(open + 1, end - open - 1);
+        instance.erase(std::remove(instance.begin(), instance.end(), ' '), instance.end());
+        bool own = &src == &sources.front(); // (not an inlined epilogue: a `where` would keep it a function of its own)
+        text += "  - \"" + src + (own && src.find(" where ") == std::string::npos ? " where 0 <= " + instance : "") + "\"\n";
+      }
+      out[name] = {text, "--fusion=shared --sizes {kernel[0]->threads[" + std::to_string(g) + "]}"};
+    }
+  }
+  // Row copies of the rows the map's tensors have (the `where` keeps them on the affine path).
+  std::set<long long> sizes;
+  for (const auto &t : s.tensors)
+    if (long long e = rowElements(t, box.instances); e > 0) sizes.insert(e);
+  sizes.insert(1);
+  for (long long e : sizes) {
+    std::string name = "copy_" + std::to_string(e);
+    std::string text = "polyk: program/1\nname: " + name + "\nparams: {n: 31744}\ntensors:\n  x: {type: f32, shape: [n, " + std::to_string(e) +
+                       "], role: input}\n  y: {type: f32, shape: [n, " + std::to_string(e) + "], role: output}\nstatements:\n  - y(p, i) = x(p, i) where 0 <= i\n";
+    out[name] = {text, "--fusion=shared"};
+  }
+  return out;
+}
+
+} // namespace polyk
