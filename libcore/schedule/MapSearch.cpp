@@ -190,7 +190,8 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
         return;
       }
       std::set<long long> tries{0};
-      for (size_t j = 0; j < i; ++j) tries.insert((offsets[j] + bytesOf(mids[j]) + 15) / 16 * 16);
+      const long long align = dtypeBytes(s.tensor(mids[i])->type);
+      for (size_t j = 0; j < i; ++j) tries.insert((offsets[j] + bytesOf(mids[j]) + align - 1) / align * align);
       for (long long off : tries) {
         bool clash = false;
         for (size_t j = 0; j < i && !clash; ++j) {
@@ -244,8 +245,13 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
       for (const auto &t : mids) declared += bytesOf(t);
       while (im.instances * widest < 256) im.instances *= 2;
       while (im.instances > 1 && im.instances * declared > 48 * 1024) im.instances /= 2;
+      // The extra shared memory of the fusion (psi's Delta M): where the block's rows leave room
+      // for fewer blocks an SM than the 8 of 256 threads each a function alone runs at, its
+      // computation is that much less parallel.
+      long long perBlock = im.instances * declared, blocksPerSm = 8;
+      if (perBlock > 0) blocksPerSm = std::max<long long>(1, std::min<long long>(8, 227 * 1024 / perBlock));
       double comp = 0;
-      for (size_t i = 0; i < best.size(); ++i) comp += computeUs(best[i], threads[i]);
+      for (size_t i = 0; i < best.size(); ++i) comp += computeUs(best[i], threads[i]) * 8.0 / (double)blocksPerSm;
       im.memUs = mem * (double)N;
       im.computeUs = comp * (double)N;
       // Eq. 3 (t_md: our kernels recompute thread coordinates in every function, so it is inside

@@ -13,6 +13,7 @@ for tool in ["polyk-flatten", "polyk-schedule", "polyk-bind", "polyk-emit", "pol
     config.substitutions.append(("%" + tool, os.path.join(config.polyk_bin_dir, tool)))
 config.substitutions.append(("%bin", config.polyk_bin_dir))
 config.substitutions.append(("%examples", os.path.join(config.polyk_source_dir, "examples")))
+config.substitutions.append(("%psi", os.path.join(config.polyk_source_dir, "bench", "map", "psi-h100.yaml")))
 config.substitutions.append(("%runtime", os.path.join(config.polyk_source_dir, "libcore", "runtime")))
 config.environment["PATH"] = os.path.dirname(config.filecheck) + os.pathsep + config.environment.get("PATH", os.environ["PATH"])
 
