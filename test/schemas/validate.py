@@ -17,6 +17,7 @@ Checks, one line each:
   tuning/run               polyk-tune run's best.yaml (CPU runner, 2 trials) matches tuning/1
   partition/EXAMPLE        polyk-partition's output for each example's bound file matches partition/1
   fusion/EXAMPLE           polyk-schedule --fusion-candidates for each map (examples/fousek) matches fusion/1
+  fusion-search/EXAMPLE    polyk-schedule --fusion=search's file for each map matches fusion/1
 The last line is `N passed, M failed`; the exit status is 1 when anything failed.
 
 Needs Debian's python3-yaml and python3-jsonschema (4.10 in Debian 12): it uses
@@ -501,6 +502,14 @@ def check_fusion(results, schemas, bin_dir, src, tmp):
             results.fail(f"fusion/{label}", f"exited {rc}: {err}")
             continue
         check_file(results, schemas, f"fusion/{label}", "fusion", out)
+        # The search's file (--fusion=search, with the H100's routines).
+        searched = os.path.join(tmp, f"{label}.search.yaml")
+        rc, err = run_tool(bin_dir, "polyk-schedule", [scop, "--fusion=search", "--psi", str(src / "bench" / "map" / "psi-h100.yaml"),
+                                                       "--fusion-candidates", searched, "-o", os.devnull])
+        if rc != 0:
+            results.fail(f"fusion-search/{label}", f"exited {rc}: {err}")
+            continue
+        check_file(results, schemas, f"fusion-search/{label}", "fusion", searched)
     ex = load_yaml(path.read_text())
     broken = {
         "fusion-missing-candidates": lambda d: d.pop("candidates"),
