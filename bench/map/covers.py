@@ -3,7 +3,9 @@
 times: per program and instance count, the rank correlation (Spearman) of predicted against
 measured, where the measured best sits in the predicted order, and the best cover against the
 best with no fusion and the best with everything fused.
-usage: covers.py DIR RUNS.txt OUT.csv"""
+usage: covers.py DIR RUNS.txt OUT.csv [PREDICTIONS_DIR]
+(DIR's NAME_31744.fusion.yaml name the harnesses built, NAME_r its rank r; the predictions come
+from PREDICTIONS_DIR's, DIR's by default.)"""
 import csv
 import os
 import re
@@ -47,6 +49,7 @@ def spearman(a, b):
 
 def main():
     d, runs, out_csv = sys.argv[1], sys.argv[2], sys.argv[3]
+    pd = sys.argv[4] if len(sys.argv) > 4 else d
     measured = {}
     for line in open(runs):
         m = re.match(r"(\S+)_(\d+)\s+.*?n=(\d+).*?\s(PASS|FAIL|UNCHECKED)\S*\s.*median_us=(\S+)", line)
@@ -57,7 +60,7 @@ def main():
     for p in programs:
         built = predicted(os.path.join(d, f"{p}_31744.fusion.yaml"))  # harness p_r: this file's rank r
         for n in (31744, 1048576):
-            pred = {(c, s): (rank, us) for rank, (c, s, us) in enumerate(predicted(os.path.join(d, f"{p}_{n}.fusion.yaml")))}
+            pred = {(c, s): (rank, us) for rank, (c, s, us) in enumerate(predicted(os.path.join(pd, f"{p}_{n}.fusion.yaml")))}
             for r, (c, s, _) in enumerate(built):
                 if (p, r, n) not in measured or (c, s) not in pred:
                     continue
