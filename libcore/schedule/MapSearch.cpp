@@ -13,6 +13,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -333,6 +334,15 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
   }
   r.coverSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - mid).count();
   return r;
+}
+
+std::pair<std::string, std::string> searchedCover(const Scop &s, size_t maxFusion, size_t covers, size_t rank, const std::string &psiPath) {
+  std::optional<MapPsi> psi;
+  if (!psiPath.empty()) psi = readPsi(psiPath);
+  MapSearchResult found = searchFusions(s, maxFusion, covers, psi ? &*psi : nullptr);
+  if (rank >= found.covers.size())
+    throw UsageError("--fusion-rank " + std::to_string(rank) + ": the search found " + std::to_string(found.covers.size()) + " covers");
+  return {coverText(found, rank), coverSizes(found, rank)};
 }
 
 std::string coverText(const MapSearchResult &r, size_t rank) {

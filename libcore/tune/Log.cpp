@@ -177,6 +177,10 @@ std::string writeTuning(const Tuning &t) {
   out << YAML::Key << "points" << YAML::Value << t.points;
   out << YAML::Key << "prefetch" << YAML::Value << t.prefetch;
   if (t.mma != "off") out << YAML::Key << "mma" << YAML::Value << t.mma;
+  if (!t.cover.empty()) {
+    out << YAML::Key << "cover" << YAML::Value;
+    emitQuoted(out, t.cover);
+  }
   out << YAML::Key << "median_us" << YAML::Value << number(t.us);
   out << YAML::Key << "default_us" << YAML::Value << number(t.defaultUs);
   out << YAML::Key << "speedup" << YAML::Value << number(t.us > 0 ? t.defaultUs / t.us : 0);
@@ -197,7 +201,7 @@ Tuning readTuning(const std::string &text, const std::string &file) {
   t.programAt = doc.valueLoc(doc.root["program"]);
   t.sizes = doc.str(doc.field(doc.root, "sizes"));
   for (auto [key, field] : {std::pair<const char *, std::string *>{"params", &t.params}, {"runner", &t.runner},
-                            {"device", &t.device}, {"arch", &t.arch}, {"config", &t.config}})
+                            {"device", &t.device}, {"arch", &t.arch}, {"config", &t.config}, {"cover", &t.cover}})
     if (doc.root[key]) *field = doc.str(doc.root[key]);
   auto option = [&](const char *key, std::string &field, std::initializer_list<const char *> allowed) {
     if (!doc.root[key]) return;

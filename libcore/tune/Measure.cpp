@@ -4,6 +4,7 @@
 //   cpu:  --target=c-mapped, the kernels' code block by block on this machine (the stand-in that
 //         lets CI test the tuning log without a GPU); processor time of the one call.
 //   cuda: the CUDA harness (events, warm-up, L2 flushed, median of --reps).
+#include "polyk/MapSearch.h"
 #include "polyk/Bind.h"
 #include "polyk/Emit.h"
 #include "polyk/Flatten.h"
@@ -160,8 +161,15 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       const std::vector<long long> &v = full[i];
       ScheduleOptions so;
       so.sizes = sizesOf(model.space(), v);
-      Scop sched = readSchedule(writeSchedule(schedule(mine, so)), "schedule");
       StageOptions stage = stageOptionsOf(model.space(), v);
+      if (stage.cover >= 0) {
+        // A map's cover: the search's, as polyk-schedule --fusion=search --fusion-rank builds it.
+        auto [cover, sizes] = searchedCover(mine, 4, (size_t)std::max(1LL, o.fusionCovers), (size_t)stage.cover, o.psi);
+        so.fusion = "shared";
+        so.cover = cover;
+        so.sizes = sizes;
+      }
+      Scop sched = readSchedule(writeSchedule(schedule(mine, so)), "schedule");
       BindOptions bo;
       bo.points = stage.points;
       Scop bound = readBound(writeBound(bind(sched, bo)), "bound");

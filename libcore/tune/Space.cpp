@@ -684,6 +684,7 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
     if (s.params[i].name == "bind.points") o.points = values[i] == 1 ? "cyclic" : values[i] == 2 ? "blocked" : "auto";
     if (s.params[i].name == "emit.prefetch") o.prefetch = values[i] == 0 ? "off" : "auto";
     if (s.params[i].name == "emit.mma") o.mma = values[i] == 1 ? "tf32x3" : "off";
+    if (s.params[i].name == "schedule.cover") o.cover = values[i];
   }
   return o;
 }

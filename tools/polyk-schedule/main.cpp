@@ -104,7 +104,10 @@ int main(int argc, char **argv) {
            extra[candidates] = polyk::writeFusionCandidates(dag, polyk::fusionCandidates(dag, maxFusion), maxFusion);
          }
          if (!tuning.empty()) {
-           opts.sizes = polyk::readTuningFor(tuning, scop.name).sizes;
+           polyk::Tuning t = polyk::readTuningFor(tuning, scop.name);
+           opts.sizes = t.sizes;
+           // (A map's tuned cover: its fused kernels, as --fusion=shared --fusion-cover builds them.)
+           if (!t.cover.empty()) opts.fusion = "shared", opts.cover = t.cover;
          }
          std::map<int, polyk::KernelSizes> used;
          std::string out = polyk::writeSchedule(polyk::schedule(scop, opts, &used));

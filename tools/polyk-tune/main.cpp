@@ -2,6 +2,7 @@
 //   polyk-tune space PROGRAM.yaml [-o space.yaml]   the space of a program (space/1)
 //   polyk-tune generate space.yaml [--list N]       ATF's generation: its size, time, and the first
 //                                                   N configurations as sizes maps
+#include "polyk/MapSearch.h"
 #include "polyk/Flatten.h"
 #include "polyk/KernelTuner.h"
 #include "polyk/Program.h"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +107,14 @@ int runCommand(int argc, char **argv) {
         app.add_option("--runtime", runner.runtimeDir, "the directory holding polyk/harness.h")->capture_default_str();
         app.add_option("--work", work, "where variants are built (default: a temporary directory, removed)");
         app.add_flag("--keep", keep, "keep the --work directory");
+        app.add_option("--fusion-search", runner.fusionCovers,
+                       "a map (Fousek et al.): instead of sizes, measure the best K covers of polyk-schedule --fusion=search "
+                       "(the space: schedule.cover, 0 to K - 1) and keep the fastest (best.yaml's cover)")
+            ->check(CLI::Range(1, 1000))
+            ->excludes("--space")
+            ->excludes("--t1");
+        app.add_option("--psi", runner.psi, "with --fusion-search: the routines' timings the search predicts from (psi/1)")
+            ->check(CLI::ExistingFile);
       },
       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
         for (const auto &p : runner.params)
@@ -152,6 +162,17 @@ int runCommand(int argc, char **argv) {
             search.trials = std::max(1LL, (long long)std::ceil(t1.fraction * (double)polyk::generateSpace(space).count));
           if (search.seconds == 0 && t1.seconds > 0) search.seconds = t1.seconds;
           if (searchOption->count() == 0 && !t1.search.empty()) search.strategy = t1.search;
+        } else if (runner.fusionCovers > 0) {
+          // A map's covers: the search's first K (fewer where it finds fewer), the best predicted the default.
+          std::optional<polyk::MapPsi> psi;
+          if (!runner.psi.empty()) psi = polyk::readPsi(runner.psi);
+          polyk::MapSearchResult found = polyk::searchFusions(flat, 4, (size_t)runner.fusionCovers, psi ? &*psi : nullptr);
+          space.name = flat.name;
+          polyk::SpaceParam cover;
+          cover.name = "schedule.cover";
+          for (size_t i = 0; i < found.covers.size(); ++i) cover.values.push_back((long long)i);
+          cover.fallback = 0;
+          space.params.push_back(cover);
         } else if (spacePath.empty()) {
           space = polyk::deriveSpace(flat);
         } else {
@@ -194,6 +215,11 @@ int runCommand(int argc, char **argv) {
         t.points = stage.points;
         t.prefetch = stage.prefetch;
         t.mma = stage.mma;
+        if (stage.cover >= 0) {
+          auto [cover, sizes] = polyk::searchedCover(flat, 4, (size_t)runner.fusionCovers, (size_t)stage.cover, runner.psi);
+          t.cover = cover;
+          t.sizes = sizes;
+        }
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
         t.trials = r.trials;

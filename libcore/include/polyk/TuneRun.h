@@ -107,6 +107,10 @@ struct RunnerOptions {
   double timeoutS = 60;                     // per compile and per run
   unsigned seed = 1;                        // the harness's data
   std::string determinism = "not_guaranteed";
+  /// A map's covers (polyk-tune run --fusion-search K): the search's K covers, predicted from the
+  /// psi/1 file `psi` (the model where empty); a configuration's schedule.cover picks one.
+  long long fusionCovers = 0;
+  std::string psi;
 };
 
 /// The device and architecture the runner measures on (cpu: /proc/cpuinfo and uname; cuda:
@@ -152,6 +156,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
 struct Tuning {
   std::string program, params, runner, device, arch, config, sizes;
   std::string points = "auto", prefetch = "auto", mma = "off";
+  std::string cover; // a map's fused kernels (polyk-schedule --fusion-cover), where tuned
   double us = 0, defaultUs = 0, secondsToBest = 0, generationS = 0;
   long long trials = 0, trialsToBest = 0, spaceCount = 0;
   SourceLoc programAt;
