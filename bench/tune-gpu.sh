@@ -11,7 +11,7 @@ dir=build/gdir
 if [ "${1:-}" = prepare ]; then
   mkdir -p "$dir/bin" "$dir/lib"
   strip -o "$dir/bin/polyk-tune" build/bin/polyk-tune
-  for l in $(ldd build/bin/polyk-tune | awk '/=> \// { print $3 }' | grep -E 'isl|yaml|spdlog|fmt|gmp|stdc\+\+|gcc_s|xgboost|gomp|dmlc'); do cp -L "$l" "$dir/lib/"; done
+  for l in $(ldd build/bin/polyk-tune | awk '/=> \// { print $3 }' | grep -E 'isl|yaml|spdlog|fmt|gmp|stdc\+\+|gcc_s|xgboost|gomp|dmlc|glpk|amd|ltdl|suitesparse|libz'); do cp -L "$l" "$dir/lib/"; done
   exit 0
 fi
 [ "${1:-}" = run ] || { echo "usage: $0 prepare | run OUT TRIALS SECONDS [SEARCH] PROGRAM.yaml..." >&2; exit 2; }
