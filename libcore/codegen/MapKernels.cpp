@@ -13,6 +13,7 @@
 
 #include "polyk/Diagnostics.h"
 #include "polyk/MapFusion.h"
+#include "polyk/MapSearch.h"
 #include "polyk/Sizes.h"
 #include "polyk/Types.h"
 
@@ -56,6 +57,7 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
   // instance reads, copied once (in their storage type; the last dim padded by one, so threads
   // reading down a column hit distinct banks).
   std::set<std::string> inputs;
+  std::vector<std::string> rowNames;
   std::string copies;
   for (const auto &t : kc.shared) {
     const TensorDecl &td = *s.tensor(t);
@@ -79,8 +81,41 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
       copies += loop + " " + t + "_sh" + at + " = " + t + "[polyk_c];\n";
       continue;
     }
-    for (size_t i = 1; i < td.shape.size(); ++i) dims += "[" + std::to_string(td.shape[i].value) + "]";
-    o += std::string("  ") + (cuda ? "__shared__ " : "") + computeCType(td.type) + " " + t + "_sh[" + std::to_string(P) + "]" + dims + ";\n";
+    rowNames.push_back(t);
+  }
+  // The rows, in one buffer as the search's allocation places them (allocateRows): each row live
+  // from the function that writes it to the last that reads it, in the kernel's order (a barrier
+  // separates two functions, so a row may take the bytes of one no longer read).
+  if (!rowNames.empty()) {
+    std::vector<long long> bytes, align;
+    std::vector<std::pair<size_t, size_t>> life;
+    for (const auto &t : rowNames) {
+      const TensorDecl &td = *s.tensor(t);
+      long long elements = 1;
+      for (size_t i = 1; i < td.shape.size(); ++i) elements *= td.shape[i].value;
+      long long width = dtypeBytes(computeType(td.type));
+      bytes.push_back(elements * width), align.push_back(width);
+      size_t first = dag.functions.size(), last = 0;
+      for (size_t f = 0; f < dag.functions.size(); ++f)
+        for (const auto &name : dag.functions[f].statements) {
+          const ScopStatement &st = *s.statement(name);
+          bool touches = writtenTensor(st) == t;
+          for (const auto &r : st.reads) touches |= isl::map(islCtx(), r).range_tuple_id().name() == t;
+          if (touches) first = std::min(first, f), last = std::max(last, f);
+        }
+      life.push_back({first, last});
+    }
+    auto [offsets, end] = allocateRows(bytes, life, align);
+    o += std::string("  ") + (cuda ? "__shared__ __align__(16) unsigned char polyk_rows[" : "unsigned char polyk_rows[") + std::to_string(P * end) + "]" +
+         (cuda ? "" : " __attribute__((aligned(16)))") + "; /* the rows, " + std::to_string(end) + " bytes an instance (allocateRows) */\n";
+    for (size_t i = 0; i < rowNames.size(); ++i) {
+      const TensorDecl &td = *s.tensor(rowNames[i]);
+      std::string dims, T = computeCType(td.type);
+      for (size_t j = 1; j < td.shape.size(); ++j) dims += "[" + std::to_string(td.shape[j].value) + "]";
+      std::string type = dims.empty() ? T + " *" : T + " (*)" + dims;
+      std::string decl = dims.empty() ? T + " *" + rowNames[i] + "_sh" : T + " (*" + rowNames[i] + "_sh)" + dims;
+      o += "  " + decl + " = (" + type + ")(polyk_rows + " + std::to_string(P * offsets[i]) + ");\n";
+    }
   }
   if (!copies.empty()) o += copies + (cuda ? "  __syncthreads();\n" : "");
   std::set<std::string> rowsOnly;

@@ -68,6 +68,34 @@ MapPsi readPsi(const std::string &path) {
   return p;
 }
 
+std::pair<std::vector<long long>, long long> allocateRows(const std::vector<long long> &bytes, const std::vector<std::pair<size_t, size_t>> &life,
+                                                          const std::vector<long long> &align) {
+  const size_t n = bytes.size();
+  std::vector<long long> offsets(n, 0), best(n, 0);
+  long long bestEnd = -1;
+  std::function<void(size_t, long long)> place = [&](size_t i, long long end) {
+    if (bestEnd >= 0 && end >= bestEnd) return; // bound
+    if (i == n) {
+      bestEnd = end, best = offsets;
+      return;
+    }
+    std::set<long long> tries{0};
+    for (size_t j = 0; j < i; ++j) tries.insert((offsets[j] + bytes[j] + align[i] - 1) / align[i] * align[i]);
+    for (long long off : tries) {
+      bool clash = false;
+      for (size_t j = 0; j < i && !clash; ++j) {
+        bool together = life[i].first <= life[j].second && life[j].first <= life[i].second;
+        clash = together && off < offsets[j] + bytes[j] && offsets[j] < off + bytes[i];
+      }
+      if (clash) continue;
+      offsets[i] = off;
+      place(i + 1, std::max(end, off + bytes[i]));
+    }
+  };
+  place(0, 0);
+  return {best, std::max<long long>(0, bestEnd)};
+}
+
 MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const MapPsi *psi) {
   auto start = std::chrono::steady_clock::now();
   MapSearchResult r;
@@ -182,29 +210,9 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
       }
       life.push_back({made, last});
     }
-    std::vector<long long> offsets(mids.size(), 0), bestOffsets;
-    long long bestEnd = -1;
-    std::function<void(size_t, long long)> place = [&](size_t i, long long end) {
-      if (bestEnd >= 0 && end >= bestEnd) return; // bound
-      if (i == mids.size()) {
-        bestEnd = end, bestOffsets = offsets;
-        return;
-      }
-      std::set<long long> tries{0};
-      const long long align = dtypeBytes(s.tensor(mids[i])->type);
-      for (size_t j = 0; j < i; ++j) tries.insert((offsets[j] + bytesOf(mids[j]) + align - 1) / align * align);
-      for (long long off : tries) {
-        bool clash = false;
-        for (size_t j = 0; j < i && !clash; ++j) {
-          bool together = life[i].first <= life[j].second && life[j].first <= life[i].second;
-          clash = together && off < offsets[j] + bytesOf(mids[j]) && offsets[j] < off + bytesOf(mids[i]);
-        }
-        if (clash) continue;
-        offsets[i] = off;
-        place(i + 1, std::max(end, off + bytesOf(mids[i])));
-      }
-    };
-    place(0, 0);
+    std::vector<long long> sizes, aligns;
+    for (const auto &t : mids) sizes.push_back(bytesOf(t)), aligns.push_back(dtypeBytes(s.tensor(t)->type));
+    auto [bestOffsets, bestEnd] = allocateRows(sizes, life, aligns);
     // Granularities: every combination (at most 64 a candidate, the widest first dropped).
     std::vector<std::vector<long long>> choices{{}};
     for (size_t f : best) {

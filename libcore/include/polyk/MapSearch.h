@@ -55,6 +55,14 @@ struct MapSearchResult {
   double searchSeconds = 0, coverSeconds = 0;
 };
 
+/// The allocation of a fused kernel's intermediates (branch and bound, the paper's §4.3.2): each
+/// of `bytes[i]` bytes an instance, aligned to `align[i]`, live from the position in the kernel
+/// of the function that writes it to that of the last that reads it (`life[i]`); two live at once
+/// never overlap. Each placed at 0 or at the end of one placed before; bound: the best end so far.
+/// Returns the offsets (bytes an instance) and the end.
+std::pair<std::vector<long long>, long long> allocateRows(const std::vector<long long> &bytes, const std::vector<std::pair<size_t, size_t>> &life,
+                                                          const std::vector<long long> &align);
+
 /// The search over `s`'s candidates of at most `k` functions, at most `covers` covers.
 MapSearchResult searchFusions(const Scop &s, size_t k, size_t covers, const MapPsi *psi);
 
