@@ -308,7 +308,7 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   if (cuda)
     o += "#include \"polyk/multi_cuda.cuh\"\n\n#define POLYK_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \\\n"
          "  fprintf(stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString(e_)); return 2; } } while (0)\n";
-  o += "\n/* main(argc, argv): seed, NAME=VALUE params, check=0, devices=1,2,3,4,8 (the counts to run)";
+  o += "\n/* main(argc, argv): seed, NAME=VALUE params, check=0, devices=1,2,3,4,8 (the counts to run), calls=N (the launcher N\n   times before the check: an idempotent program's kept buffers reused)";
   o += cuda ? ", backend=virtual|gpu,\n   time=R (R timed runs per configuration: wall time, all devices synchronised). */\n" : ". */\n";
   // Compiled with -DPOLYK_MULTI_MPI (mpicxx, and mpirun -np R): each process drives `local=L`
   // devices (1 by default) of R * L, through polyk/multi_mpi.hpp; process 0 prints.
@@ -329,6 +329,10 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   o += "    counts.clear();\n    for (const char *c = argv[a] + 8; *c; ) { counts.push_back(atoi(c)); while (*c && *c != ',') ++c; if (*c) ++c; }\n  }\n";
   o += "#ifdef POLYK_MULTI_MPI\n  counts = {polyk_ranks * polyk_local}; /* (devices= does not apply) */\n#endif\n";
   o += "  for (int devices : counts) if (devices < 1) { fprintf(stderr, \"devices=: counts are at least 1\\n\"); return 2; }\n";
+  // calls=N: the launcher called N times on the same runtime before the outputs are compared (its
+  // kept buffers, rt.kept, reused); for programs whose call is idempotent (a reduction's).
+  o += "  int calls = 1;\n  for (int a = 1; a < argc; ++a) if (strncmp(argv[a], \"calls=\", 6) == 0) calls = atoi(argv[a] + 6);\n";
+  o += "  if (calls < 1) { fprintf(stderr, \"calls=: at least 1\\n\"); return 2; }\n";
   if (cuda) {
     o += "  polyk::multi::CudaBackend::Mode mode = polyk::multi::CudaBackend::Mode::Virtual;\n  int timeReps = 0;\n";
     o += "  for (int a = 1; a < argc; ++a) {\n    if (strcmp(argv[a], \"backend=gpu\") == 0) mode = polyk::multi::CudaBackend::Mode::Gpu;\n";
@@ -382,7 +386,7 @@ std::string emitMultiHarness(const Scop &s, const EmitOptions &opt, bool cuda) {
   // (outputFill's lines are indented for main's scope)
   for (size_t at = 0, nl; (nl = buffers.find('\n', at)) != std::string::npos; at = nl + 1)
     o += (buffers.compare(at, 4, "    ") == 0 ? "" : "  ") + buffers.substr(at, nl + 1 - at);
-  o += uploads + "    " + call + ";\n    backend.synchronize();\n    polyk::multi::Runtime::Stats run = rt.stats;\n";
+  o += uploads + "    for (int c = 0; c < calls; ++c) " + call + ";\n    backend.synchronize();\n    polyk::multi::Runtime::Stats run = rt.stats;\n";
   o += "    int same = 1;\n";
   for (const auto &t : s.tensors)
     if (t.role == Role::Output)
