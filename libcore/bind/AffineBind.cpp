@@ -238,9 +238,10 @@ isl::schedule bindMapBlock(const Scop &in, const isl::schedule_node_band &tileBa
       // instance), of constant shape and at most kSharedInput bytes: the block copies it once.
       bool constant = !t.shape.empty(), perInstance = false, read = false;
       long long elements = 1;
-      for (const auto &d : t.shape) {
-        constant = constant && d.param.empty() && d.value > 0;
-        elements *= constant ? d.value : 1;
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        constant = constant && t.shape[d].param.empty() && t.shape[d].value > 0;
+        // (As polyk-emit lays the copy out: the last dim padded by one where there are several.)
+        elements *= constant ? t.shape[d].value + (d + 1 == t.shape.size() && t.shape.size() > 1 ? 1 : 0) : 1;
       }
       for (const auto &name : kc.statements)
         for (const auto &r : in.statement(name)->reads) {
@@ -279,7 +280,7 @@ isl::schedule bindMapBlock(const Scop &in, const isl::schedule_node_band &tileBa
       kc.promoted.push_back(t.name);
     } else if (row) {
       kc.shared.push_back(t.name);
-      bytes += elements * dtypeBytes(t.type) * sz.tile[0];
+      bytes += elements * dtypeBytes(computeType(t.type)) * sz.tile[0]; // (rows hold the compute type)
     }
   }
   if (bytes > kStaticShared)

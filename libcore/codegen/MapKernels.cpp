@@ -135,28 +135,13 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
     while (par < first.dims.size() && first.dims[par] == "parallel") ++par;
     MapBox box = mapBox(first);
     std::vector<long long> row(box.extents.begin(), box.extents.begin() + (long)(par - 1));
-    long long all = 1;
-    for (long long e : row) all *= e;
     // Threaded: all of the row's dims, else its trailing dims (consecutive threads, consecutive
     // elements), else its leading ones, whose product is g.
-    size_t lo = 0, hi = 0; // dims [lo, hi) of the row are threaded
-    if (g == all) {
-      hi = row.size();
-    } else {
-      long long p = 1;
-      size_t i = row.size();
-      while (i > 0 && p < g) p *= row[--i];
-      if (p == g) {
-        lo = i, hi = row.size();
-      } else {
-        p = 1, i = 0;
-        while (i < row.size() && p < g) p *= row[i++];
-        if (p != g)
-          throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + fn.name + "'s row is " + list(row) + "; " +
-                           std::to_string(g) + " threads an instance take neither its leading nor its trailing dims");
-        hi = i;
-      }
-    }
+    auto threaded = threadedDims(row, g); // dims [lo, hi) of the row are threaded
+    if (!threaded)
+      throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + fn.name + "'s row is " + list(row) + "; " +
+                       std::to_string(g) + " threads an instance take neither its leading nor its trailing dims");
+    auto [lo, hi] = *threaded;
     std::string pad = "  ";
     o += pad + "/* " + fn.name + " (" + fn.output + ", row " + (row.empty() ? std::string("1") : list(row)) + "): " + std::to_string(g) +
          " thread" + (g == 1 ? "" : "s") + " an instance */\n";

@@ -3,11 +3,13 @@
 
 #include "polyk/Diagnostics.h"
 #include "polyk/Isl.h"
+#include "polyk/Types.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace polyk {
@@ -62,7 +64,17 @@ MapDag mapDag(const Scop &s) {
                          "); an instance's row must have constant dims");
       f.row.push_back(out.shape[d].value);
     }
-    f.granularities = granularitiesOf(f.row);
+    // Threads per instance: products of the leading or trailing dims of the row as its first
+    // statement runs it (its parallel dims after the instance; a write may permute the output's).
+    {
+      const ScopStatement &first = *s.statement(f.statements.front());
+      isl::set dom(islCtx(), first.domain);
+      for (size_t d = 1; d < first.dims.size() && first.dims[d] == "parallel"; ++d) {
+        isl::val hi = dom.dim_max_val((int)d);
+        f.statementRow.push_back(hi.is_int() ? hi.get_num_si() + 1 : 1);
+      }
+    }
+    f.granularities = granularitiesOf(f.statementRow);
     std::set<std::string> reads;
     for (const auto &name : f.statements)
       for (const auto &r : s.statement(name)->reads) {
@@ -91,6 +103,16 @@ MapBox mapBox(const ScopStatement &st) {
     throw UsageError("--fusion=shared: statement " + st.name + " (" + st.source + "): " + why);
   };
   if (n == 0) return refuse("no instance dim");
+  // The instances: 0 to some extent, every one (a `where` on the instance, or a stride, would leave
+  // instances the kernel computes anyway).
+  {
+    isl::set inst = isl::manage(isl_set_project_out(dom.copy(), isl_dim_set, 1, n - 1));
+    isl::pw_aff lo = isl::manage(isl_set_dim_min(inst.copy(), 0));
+    bool zero = isl_pw_aff_is_cst(lo.get()) == isl_bool_true && inst.dim_min_val(0).is_zero();
+    isl::set hull = isl::manage(isl_set_from_basic_set(isl_set_simple_hull(inst.copy())));
+    if (!zero || !hull.is_subset(inst))
+      return refuse("its instances do not run from 0 to an extent, every one (a `where` on " + b.names[0] + "?); a fused map kernel runs every instance");
+  }
   isl::pw_aff last = isl::manage(isl_set_dim_max(dom.copy(), 0));
   isl::pw_aff one = isl::manage(isl_pw_aff_val_on_domain(isl_pw_aff_domain(last.copy()), isl_val_one(ctx.get())));
   b.instances = cExpression(last.add(one));
@@ -124,6 +146,14 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std
   };
   if (n > 8) throw UsageError("--fusion=shared: " + std::to_string(n) + " functions; a fused kernel takes at most 8 (kernel[0] -> threads[..])");
   for (const auto &st : s.statements) mapBox(st); // (throws where a domain is no box)
+  for (const auto &f : dag.functions) {
+    long long rowElements = 1, runElements = 1;
+    for (long long e : f.row) rowElements *= e;
+    for (long long e : f.statementRow) runElements *= e;
+    if (rowElements != runElements)
+      throw UsageError("--fusion=shared: " + f.name + " (" + f.source + ") runs over " + std::to_string(runElements) + " of the " +
+                       std::to_string(rowElements) + " elements of " + f.output + "'s row (a `where`?); a fused map kernel writes whole rows");
+  }
   KernelSizes sz;
   if (!requested.threads.empty()) {
     if (requested.threads.size() != n)
@@ -142,7 +172,7 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std
     // F at 31744 / 2^20 instances: a thread per element [9, 3, 1, 25], 10 instances a block 13.1 /
     // 252.7 us; [3, 3, 1, 5], 64 instances 10.7 / 145.5; skinning [16, 16, 4] 8.7 / 122.6, [4, 4,
     // 4] 8.3 / 92.1.
-    for (const auto &f : dag.functions) sz.threads.push_back(f.row.empty() ? 1 : f.row.back());
+    for (const auto &f : dag.functions) sz.threads.push_back(f.statementRow.empty() ? 1 : f.statementRow.back());
   }
   if (requested.block.size() > 1 || requested.tile.size() > 1)
     throw UsageError("--fusion=shared: the kernel's band is the instance: give one tile size (instances a block) and one block size (threads)");
@@ -151,8 +181,32 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std
   sz.block = {block};
   long long instances = 1;
   while (instances * widest < block) instances *= 2;
+  // (Fewer where the intermediates' rows would pass the 48 KB a block declares: the functions'
+  // temporary outputs, in their compute type.)
+  long long rowBytes = 0;
+  for (const auto &f : dag.functions)
+    if (const TensorDecl *t = s.tensor(f.output); t && t->role == Role::Temporary) {
+      long long e = 1;
+      for (long long x : f.row) e *= x;
+      rowBytes += e * dtypeBytes(computeType(t->type));
+    }
+  while (instances > 1 && instances * rowBytes > kStaticShared) instances /= 2;
   sz.tile = {requested.tile.empty() ? instances : requested.tile[0]};
   return sz;
+}
+
+std::optional<std::pair<size_t, size_t>> threadedDims(const std::vector<long long> &row, long long g) {
+  long long all = 1;
+  for (long long e : row) all *= e;
+  if (g == all) return std::make_pair(size_t(0), row.size());
+  long long p = 1;
+  size_t i = row.size();
+  while (i > 0 && p < g) p *= row[--i];
+  if (p == g) return std::make_pair(i, row.size());
+  p = 1, i = 0;
+  while (i < row.size() && p < g) p *= row[i++];
+  if (p == g) return std::make_pair(size_t(0), i);
+  return std::nullopt;
 }
 
 std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string &text) {

@@ -3,6 +3,7 @@
 
 #include "polyk/Diagnostics.h"
 #include "polyk/Isl.h"
+#include "polyk/Types.h"
 
 #include <glpk.h>
 #include <yaml-cpp/yaml.h>
@@ -163,7 +164,7 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
       for (const auto &t : dag.functions[f].reads)
         if (producer.count(t) && std::find(mids.begin(), mids.end(), t) == mids.end()) mids.push_back(t);
     std::sort(mids.begin(), mids.end());
-    auto bytesOf = [&](const std::string &t) { return rows[t] * (long long)dtypeBytes(s.tensor(t)->type); };
+    auto bytesOf = [&](const std::string &t) { return rows[t] * (long long)dtypeBytes(computeType(s.tensor(t)->type)); };
     // Linearizations: the topological orders of the set (exhaustive; sets are small).
     std::vector<size_t> best;
     long long bestPeak = -1;
@@ -211,7 +212,7 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
       life.push_back({made, last});
     }
     std::vector<long long> sizes, aligns;
-    for (const auto &t : mids) sizes.push_back(bytesOf(t)), aligns.push_back(dtypeBytes(s.tensor(t)->type));
+    for (const auto &t : mids) sizes.push_back(bytesOf(t)), aligns.push_back(dtypeBytes(computeType(s.tensor(t)->type)));
     auto [bestOffsets, bestEnd] = allocateRows(sizes, life, aligns);
     // Granularities: every combination (at most 64 a candidate, the widest first dropped).
     std::vector<std::vector<long long>> choices{{}};
@@ -357,7 +358,9 @@ std::string coverText(const MapSearchResult &r, size_t rank) {
   std::string text;
   for (size_t i : r.covers.at(rank).implementations) {
     std::string set;
-    for (size_t f : r.implementations[i].order) set += (set.empty() ? "" : "+") + r.dag.functions[f].name;
+    std::vector<size_t> functions = r.implementations[i].order;
+    std::sort(functions.begin(), functions.end());
+    for (size_t f : functions) set += (set.empty() ? "" : "+") + r.dag.functions[f].name;
     text += (text.empty() ? "" : ",") + set;
   }
   return text;
@@ -369,7 +372,12 @@ std::string coverSizes(const MapSearchResult &r, size_t rank) {
   for (size_t i : r.covers.at(rank).implementations) {
     const MapImplementation &im = r.implementations[i];
     std::string K = "kernel[" + std::to_string(k++) + "]", threads;
-    for (long long g : im.threads) threads += (threads.empty() ? "" : ", ") + std::to_string(g);
+    // (In program order, as polyk-schedule gives a kernel's functions their threads: the
+    // linearization's order is the search's, for its bound.)
+    std::vector<std::pair<size_t, long long>> byFunction;
+    for (size_t i = 0; i < im.order.size(); ++i) byFunction.push_back({im.order[i], im.threads[i]});
+    std::sort(byFunction.begin(), byFunction.end());
+    for (const auto &[f, g] : byFunction) threads += (threads.empty() ? "" : ", ") + std::to_string(g);
     o += (k > 1 ? "; " : "") + K + " -> tile[" + std::to_string(im.instances) + "]; " + K + " -> block[256]; " + K + " -> threads[" + threads + "]";
   }
   return o + " }";

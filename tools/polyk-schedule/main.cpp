@@ -93,9 +93,12 @@ int main(int argc, char **argv) {
            std::optional<polyk::MapPsi> psi;
            if (!psiFile.empty()) psi = polyk::readPsi(psiFile);
            polyk::MapSearchResult found = polyk::searchFusions(scop, maxFusion, covers, psi ? &*psi : nullptr);
+           if (!candidates.empty()) {
+             // (Written even where the rank is refused below, to see what the search found.)
+             std::ofstream(candidates) << polyk::writeFusionSearch(found, maxFusion);
+           }
            if (rank >= found.covers.size())
              throw polyk::UsageError("--fusion-rank " + std::to_string(rank) + ": the search found " + std::to_string(found.covers.size()) + " covers");
-           if (!candidates.empty()) extra[candidates] = polyk::writeFusionSearch(found, maxFusion);
            opts.fusion = "shared";
            opts.cover = polyk::coverText(found, rank);
            opts.sizes = polyk::coverSizes(found, rank);

@@ -182,7 +182,11 @@ int runCommand(int argc, char **argv) {
         auto [device, arch] = polyk::runnerDevice(runner);
         std::string params;
         for (const auto &p : runner.params) params += (params.empty() ? "" : " ") + p;
-        polyk::TuneLog log(logPath, {flat.name, hashOf(in.text), params, runner.kind, device, arch});
+        // (A cover's rank means another cover under another K or psi: they key the log too.)
+        std::string logParams = params;
+        if (runner.fusionCovers > 0)
+          logParams += (logParams.empty() ? "" : " ") + std::string("fusion-search=") + std::to_string(runner.fusionCovers) + " psi=" + runner.psi;
+        polyk::TuneLog log(logPath, {flat.name, hashOf(in.text), logParams, runner.kind, device, arch});
         if (log.dropped()) std::cerr << "polyk-tune: " << logPath << ": dropped a truncated last record (a run was stopped while writing it)\n";
         bool temporary = work.empty();
         if (temporary) {

@@ -5,6 +5,7 @@
 #include "polyk/Scop.h"
 #include "polyk/Sizes.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct MapFunction {
   std::vector<std::string> statements;  // its scop statements
   std::string output;
   std::vector<long long> row;           // the output's dims after the instance
+  std::vector<long long> statementRow;  // its first statement's parallel dims after the instance
   std::vector<long long> granularities; // threads per instance
   std::vector<std::string> reads;       // tensors it reads (not its own accumulators)
 };
@@ -61,6 +63,10 @@ MapBox mapBox(const ScopStatement &st);
 /// Throws UsageError for counts that are not a function's granularities.
 /// `functions`: the kernel's (MapDag indices, in order).
 KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std::vector<size_t> &functions);
+
+/// The dims [lo, hi) of a function's statement row that `g` threads an instance take: all of
+/// them, else trailing dims, else leading ones whose product is g; none where no such dims exist.
+std::optional<std::pair<size_t, size_t>> threadedDims(const std::vector<long long> &row, long long g);
 
 /// The kernels of `--fusion-cover` text (`f0+f1+f2,f3`): sets of MapDag indices, in an order in
 /// which every edge goes forward. Throws UsageError where the text names an unknown function, a
