@@ -8,6 +8,8 @@ polyk-schedule --fusion=shared (the defaults and random threads per instance and
 the CPU (`--target=c-mapped`) against the sequential reference on random data.
 
   random_maps.py [COUNT]     POLYK_RANDOM_SEED=N draws other programs (default 1)
+  random_maps.py COUNT --cuda DIR   instead of running on the CPU, writes each variant's CUDA
+                             harness to DIR and DIR/list.txt (bench/run-list.sh runs them on a GPU)
 Env: POLYK_BIN, POLYK_SRC. Exit 1 on any failure, printing the program and the options.
 """
 import os
@@ -93,6 +95,10 @@ def run(cmd, stdin=None):
 
 def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    cuda = sys.argv[sys.argv.index("--cuda") + 1] if "--cuda" in sys.argv else None
+    if cuda:
+        os.makedirs(cuda, exist_ok=True)
+        listing = open(os.path.join(cuda, "list.txt"), "w")
     r = random.Random(int(os.environ.get("POLYK_RANDOM_SEED", "1")))
     failures = 0
     runs = refused = 0
@@ -128,6 +134,19 @@ def main():
             variants.append(f"--fusion=shared --fusion-cover {','.join(sets)}")
             for v in variants:
                 runs += 1
+                if cuda:
+                    name = f"rmap{n}_{len(variants) and variants.index(v)}"
+                    rc, out = run(f"{BIN}/polyk-schedule {v} < {d}/m{n}.flat.yaml | {BIN}/polyk-bind | "
+                                  f"{BIN}/polyk-emit --harness -o {cuda}/{name}.cu")
+                    if rc == 0:
+                        listing.write(f"{name} 3\n{name} 11 n=1001\n")
+                        open(os.path.join(cuda, name + ".yaml"), "w").write(text + f"# {v}\n")
+                    elif "error:" in out:
+                        refused += 1
+                    else:
+                        print(f"FAIL stages rmap{n} ({v}):\n{text}{out}")
+                        failures += 1
+                    continue
                 rc, out = run(f"{BIN}/polyk-schedule {v} < {d}/m{n}.flat.yaml | {BIN}/polyk-bind | "
                               f"{BIN}/polyk-emit --target=c-mapped --harness -o {d}/m{n}.c")
                 if rc != 0:
