@@ -68,24 +68,32 @@ Counts countsOf(const Scop &in, const isl::schedule_node_band &band) {
 /// constants of at most kPrivateElements elements in all: polyk-emit keeps the instance's row as
 /// a thread's array, indexed by those dims (Fousek's intermediates held by one thread).
 constexpr long long kPrivateElements = 64;
+
+/// Every access of tensor `name` (each map restricted to its statement's domain), and whether a
+/// statement outside `stmts` makes one.
+std::pair<isl::union_map, bool> accessesOf(const Scop &in, const std::string &name, const std::vector<std::string> &stmts) {
+  isl::ctx ctx = islCtx();
+  isl::union_map accesses = isl::union_map::empty(ctx);
+  bool outside = false;
+  for (const auto &st : in.statements) {
+    std::vector<std::string> maps = st.reads;
+    maps.push_back(st.write);
+    for (const auto &text : maps) {
+      isl::map a(ctx, text);
+      if (a.range_tuple_id().name() != name) continue;
+      if (std::find(stmts.begin(), stmts.end(), st.name) == stmts.end()) outside = true;
+      accesses = accesses.unite(isl::union_map(a.intersect_domain(isl::set(ctx, st.domain))));
+    }
+  }
+  return {accesses, outside};
+}
+
 std::vector<std::string> registerTemporaries(const Scop &in, const std::vector<std::string> &stmts,
                                              const isl::union_map &bandSchedule, unsigned members) {
-  isl::ctx ctx = islCtx();
   std::vector<std::string> out;
   for (const auto &t : in.tensors) {
     if (t.role != Role::Temporary) continue;
-    isl::union_map accesses = isl::union_map::empty(ctx);
-    bool outside = false;
-    for (const auto &st : in.statements) {
-      std::vector<std::string> maps = st.reads;
-      maps.push_back(st.write);
-      for (const auto &text : maps) {
-        isl::map a(ctx, text);
-        if (a.range_tuple_id().name() != t.name) continue;
-        if (std::find(stmts.begin(), stmts.end(), st.name) == stmts.end()) outside = true;
-        accesses = accesses.unite(isl::union_map(a.intersect_domain(isl::set(ctx, st.domain))));
-      }
-    }
+    auto [accesses, outside] = accessesOf(in, t.name, stmts);
     if (outside || accesses.is_empty()) continue;
     if (!accesses.reverse().apply_range(bandSchedule).is_single_valued()) continue;
     if (bandSchedule.reverse().apply_range(accesses).is_single_valued()) {
@@ -257,25 +265,19 @@ isl::schedule bindMapBlock(const Scop &in, const isl::schedule_node_band &tileBa
       continue;
     }
     if (t.role != Role::Temporary) continue;
-    bool inside = true, touched = false, row = t.shape.size() >= 1;
+    bool row = t.shape.size() >= 1;
     long long elements = 1;
     for (size_t d = 1; row && d < t.shape.size(); ++d) {
       row = t.shape[d].param.empty() && t.shape[d].value > 0;
       elements *= row ? t.shape[d].value : 1;
     }
-    for (const auto &st : in.statements) {
-      std::vector<std::string> maps = st.reads;
-      maps.push_back(st.write);
-      for (const auto &text : maps) {
-        isl::map a(ctx, text);
-        if (a.range_tuple_id().name() != t.name) continue;
-        touched = true;
-        if (std::find(kc.statements.begin(), kc.statements.end(), st.name) == kc.statements.end()) inside = false;
-        a = a.intersect_domain(isl::set(ctx, st.domain));
-        row = row && isl_map_dim(a.get(), isl_dim_out) > 0 && a.is_subset(isl::manage(isl_map_equate(a.copy(), isl_dim_in, 0, isl_dim_out, 0)));
-      }
+    auto [accesses, outside] = accessesOf(in, t.name, kc.statements);
+    if (accesses.is_empty() || outside) continue;
+    isl::map_list maps = accesses.get_map_list();
+    for (int i = 0; row && i < (int)maps.size(); ++i) {
+      isl::map a = maps.at(i);
+      row = isl_map_dim(a.get(), isl_dim_out) > 0 && a.is_subset(isl::manage(isl_map_equate(a.copy(), isl_dim_in, 0, isl_dim_out, 0)));
     }
-    if (!touched || !inside) continue;
     if (accumulators.count(t.name)) {
       kc.promoted.push_back(t.name);
     } else if (row) {
