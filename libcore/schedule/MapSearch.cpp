@@ -22,8 +22,6 @@ namespace polyk {
 
 namespace {
 
-std::string writtenTensor(const ScopStatement &st) { return isl::map(islCtx(), st.write).range_tuple_id().name(); }
-
 /// Elements an instance of tensor `t` (its dims after the instance; 0 for a tensor without the
 /// instance dim, read by every instance: cached, not counted).
 long long rowElements(const TensorDecl &t, const std::string &instances) {
@@ -104,6 +102,23 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
   const MapDag &dag = r.dag;
   const size_t n = dag.functions.size();
   r.candidates = fusionCandidates(dag, k);
+  // Not a set where a function reads what another of it writes at another instance (the fused
+  // kernel computes each instance's row in its own block): such an edge stays between kernels.
+  auto ownInstance = [&](const MapEdge &e) {
+    for (const auto &name : dag.functions[e.to].statements)
+      for (const auto &text : s.statement(name)->reads) {
+        isl::map a(islCtx(), text);
+        if (a.range_tuple_id().name() != e.tensor) continue;
+        a = a.intersect_domain(isl::set(islCtx(), s.statement(name)->domain));
+        if (!a.is_subset(isl::manage(isl_map_equate(a.copy(), isl_dim_in, 0, isl_dim_out, 0)))) return false;
+      }
+    return true;
+  };
+  std::erase_if(r.candidates, [&](const std::vector<size_t> &set) {
+    for (const auto &e : dag.edges)
+      if (std::count(set.begin(), set.end(), e.from) && std::count(set.begin(), set.end(), e.to) && !ownInstance(e)) return true;
+    return false;
+  });
   // The instance count: the instance dim's extent at the parameters' values.
   MapBox box = mapBox(s.statements.front());
   long long N = 0;
