@@ -19,11 +19,11 @@ for line in lines[1:]:
         continue
     at = sizes.setdefault(n, {"copy": {}, "function": {}})
     c = re.fullmatch(r"copy_(\d+)", name)
-    f = re.fullmatch(r"(.*)_(f\d+)_g(\d+)", name)
+    f = re.fullmatch(r"(.*)_(f\d+)_g(\d+)(_p\d+)?", name)
     if c:
         at["copy"][int(c.group(1))] = us
     elif f:
-        at["function"][f"{f.group(1)} {f.group(2)} g{f.group(3)}"] = us
+        at["function"][f"{f.group(1)} {f.group(2)} g{f.group(3)}" + (f" p{f.group(4)[2:]}" if f.group(4) else "")] = us
 print("polyk: psi/1")
 print(f"device: {device}")
 print(f"date: {date.today()}")

@@ -142,12 +142,16 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
   };
   std::map<std::string, long long> rows; // tensor -> elements an instance
   for (const auto &t : s.tensors) rows[t.name] = rowElements(t, box.instances);
-  auto computeUs = [&](size_t f, long long g) {
+  auto computeUs = [&](size_t f, long long g, long long instances) {
     const MapFunction &fn = dag.functions[f];
     double mem = rowUs(rows[fn.output]);
     for (const auto &t : fn.reads) mem += rowUs(rows[t]);
     if (at) {
-      auto it = at->functionUs.find(dag.program + " " + fn.name + " g" + std::to_string(g));
+      // (psi's instances a block, `pP`, where measured at the implementation's; else the
+      // function's own default.)
+      std::string key = dag.program + " " + fn.name + " g" + std::to_string(g);
+      auto it = at->functionUs.find(key + " p" + std::to_string(instances));
+      if (it == at->functionUs.end()) it = at->functionUs.find(key);
       if (it != at->functionUs.end()) {
         double alone = std::max(0.0, it->second - launch) / (double)at->instances;
         return std::max(0.1 * alone, alone - mem);
@@ -276,7 +280,7 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
       long long perBlock = im.instances * declared, blocksPerSm = 8;
       if (perBlock > 0) blocksPerSm = std::max<long long>(1, std::min<long long>(8, 227 * 1024 / perBlock));
       double comp = 0;
-      for (size_t i = 0; i < best.size(); ++i) comp += computeUs(best[i], threads[i]) * 8.0 / (double)blocksPerSm;
+      for (size_t i = 0; i < best.size(); ++i) comp += computeUs(best[i], threads[i], im.instances) * 8.0 / (double)blocksPerSm;
       im.memUs = mem * (double)N;
       im.computeUs = comp * (double)N;
       // Eq. 3 (t_md: our kernels recompute thread coordinates in every function, so it is inside
@@ -481,6 +485,15 @@ std::map<std::string, std::pair<std::string, std::string>> routinePrograms(const
         text += "  - \"" + src + (own && src.find(" where ") == std::string::npos ? " where 0 <= " + instance : "") + "\"\n";
       }
       out[name] = {text, "--fusion=shared --sizes {kernel[0]->threads[" + std::to_string(g) + "]}"};
+      // psi's instances a block (the paper's i): the function also at the fewer instances a block
+      // that a fusion with a wider function gives it (down to the widest function of the map's).
+      long long own = 1, fewest = 1, widest = 1;
+      for (const auto &other : dag.functions) widest = std::max(widest, other.granularities.back());
+      while (own * g < 256) own *= 2;
+      while (fewest * widest < 256) fewest *= 2;
+      for (long long p = own / 2; p >= fewest; p /= 2)
+        out[name + "_p" + std::to_string(p)] = {text, "--fusion=shared --sizes {kernel[0]->tile[" + std::to_string(p) + "];kernel[0]->block[256];kernel[0]->threads[" +
+                                                          std::to_string(g) + "]}"};
     }
   }
   // Row copies of the rows the map's tensors have (the `where` keeps them on the affine path).

@@ -19,7 +19,7 @@ struct MapPsi {
   struct AtSize {
     long long instances = 0;
     std::map<long long, double> copyUs;         // r -> us for `instances` rows of r elements
-    std::map<std::string, double> functionUs;   // "program f1 g3" -> us, the function alone
+    std::map<std::string, double> functionUs;   // "program f1 g3" (its default instances a block) or "program f1 g3 p16" -> us, the function alone
   };
   std::string device;
   double launchUs = 0; // a kernel's launch and drain (a copy of one instance)
