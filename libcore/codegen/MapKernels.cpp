@@ -18,6 +18,7 @@
 #include "polyk/Types.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace polyk::codegen {
@@ -118,11 +119,8 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
     }
   }
   if (!copies.empty()) o += copies + (cuda ? "  __syncthreads();\n" : "");
-  std::set<std::string> rowsOnly;
-  for (const auto &t : kc.shared)
-    if (!inputs.count(t)) rowsOnly.insert(t);
-  std::set<std::string> promoted(kc.promoted.begin(), kc.promoted.end()), &rows = rowsOnly;
-  std::set<std::string> kept = promoted;
+  const std::set<std::string> rows(rowNames.begin(), rowNames.end());
+  std::set<std::string> kept(kc.promoted.begin(), kc.promoted.end());
   kept.insert(rows.begin(), rows.end());
   for (const auto &t : kc.promoted) o += std::string("  ") + computeCType(s.tensor(t)->type) + " " + t + "_r;\n";
   o += "  const polyk_idx polyk_p0 = " + std::string(cuda ? "(polyk_idx)blockIdx.x" : "bx") + " * " + std::to_string(P) + ";\n";
@@ -133,7 +131,9 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
     const ScopStatement &first = *s.statement(fn.statements.front());
     size_t par = 0;
     while (par < first.dims.size() && first.dims[par] == "parallel") ++par;
-    MapBox box = mapBox(first);
+    std::map<std::string, MapBox> boxes; // (each statement's, once)
+    for (const auto &name : fn.statements) boxes[name] = mapBox(*s.statement(name));
+    const MapBox &box = boxes.at(first.name);
     std::vector<long long> row(box.extents.begin(), box.extents.begin() + (long)(par - 1));
     // Threaded: all of the row's dims, else its trailing dims (consecutive threads, consecutive
     // elements), else its leading ones, whose product is g.
@@ -147,7 +147,6 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
          " thread" + (g == 1 ? "" : "s") + " an instance */\n";
     // Its statements' macros, the rows read from the block's copy.
     for (const auto &name : fn.statements) {
-      const ScopStatement &st = *s.statement(name);
       std::string m = statementMacros(
           s, d, kept, [](const ScopStatement &st, const std::string &) -> std::string {
             throw std::logic_error("affine statement " + st.name + " of kind reduce");
@@ -168,8 +167,7 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
             return t + "_sh" + at;
           },
           name, {}, rows);
-      MapBox b = mapBox(st);
-      for (const auto &t : kc.shared) m = replaceWord(m, t + "_r", t + "_sh[(" + b.names[0] + ") - polyk_p0]");
+      for (const auto &t : rows) m = replaceWord(m, t + "_r", t + "_sh[(" + boxes.at(name).names[0] + ") - polyk_p0]");
       o += m;
     }
     std::string loop = cuda ? pad + "for (polyk_idx polyk_e = threadIdx.x; polyk_e < " + std::to_string(P * g) + "; polyk_e += " + std::to_string(B) + ") {\n"
@@ -196,14 +194,12 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
       at += "  ";
     }
     for (const auto &name : fn.statements) {
-      const ScopStatement &st = *s.statement(name);
-      MapBox b = mapBox(st);
+      const MapBox &b = boxes.at(name);
       if (b.extents.size() < row.size())
         throw UsageError("--fusion=shared: statement " + name + " has fewer dims than its function's row");
       std::string args = "polyk_p";
       for (size_t i = 0; i < row.size(); ++i) args += ", " + dim[i];
       std::string inner = at;
-      std::string close;
       for (size_t r = row.size(); r < b.extents.size(); ++r) {
         std::string v = "polyk_r" + std::to_string(r);
         o += (cuda ? inner + "#pragma unroll\n" : "") + inner + "for (polyk_idx " + v + " = 0; " + v + " < " + std::to_string(b.extents[r]) + "; ++" + v + ")\n";

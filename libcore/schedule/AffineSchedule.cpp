@@ -16,6 +16,7 @@
 #include <isl/union_map.h>
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -547,9 +548,12 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     if (fuseShared) {
       // The cover's sets, a kernel each (one set of all by default).
       MapDag dag = mapDag(scop);
-      coverSets = options.cover.empty() ? std::vector<std::vector<size_t>>{{}} : parseCover(dag, options.cover);
-      if (options.cover.empty())
-        for (size_t f = 0; f < dag.functions.size(); ++f) coverSets[0].push_back(f);
+      if (options.cover.empty()) {
+        coverSets.assign(1, std::vector<size_t>(dag.functions.size()));
+        std::iota(coverSets[0].begin(), coverSets[0].end(), size_t(0));
+      } else {
+        coverSets = parseCover(dag, options.cover);
+      }
       kernels.clear();
       for (const auto &set : coverSets) {
         std::vector<const ScopStatement *> k;
@@ -643,6 +647,16 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
       continue;
     }
+    if (fuseShared) {
+      // A fused map kernel: its sizes are the map's (mapBlockSizes), its band tiled by the
+      // instances a block.
+      KernelSizes sz = mapBlockSizes(scop, requested.count((int)k) ? requested[(int)k] : KernelSizes{}, coverSets[k]);
+      used[(int)k] = sz;
+      isl::schedule_node_band b = node.as<isl::schedule_node_band>();
+      node = b.tile(isl::multi_val::zero(bandSpace(b)).set_at(0, isl::val(ctx, sz.tile[0])));
+      full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
+      continue;
+    }
     Shape shape = shapes[k];
     const std::vector<size_t> &order = orders[k];
     std::vector<long long> extents = extentsAtDefaults(scop, *kernels[k].front(), par);
@@ -687,14 +701,6 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         if (!it->second.tile.empty()) sz.tile = it->second.tile;
         if (!it->second.block.empty()) sz.block = it->second.block;
       }
-    }
-    if (fuseShared) {
-      sz = mapBlockSizes(scop, requested.count((int)k) ? requested[(int)k] : KernelSizes{}, coverSets[k]);
-      used[(int)k] = sz;
-      isl::schedule_node_band b = node.as<isl::schedule_node_band>();
-      node = b.tile(isl::multi_val::zero(bandSpace(b)).set_at(0, isl::val(ctx, sz.tile[0])));
-      full = node.insert_mark(isl::id(ctx, "kernel_" + std::to_string(k))).schedule();
-      continue;
     }
     if (fuseAll && sz.tile != sz.block)
       throw UsageError("--fusion=all: one instance a thread (a thread's rows of the temporaries are its registers); give tile = block");

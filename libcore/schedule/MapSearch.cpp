@@ -14,7 +14,6 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <set>
 #include <sstream>
 
@@ -94,6 +93,25 @@ std::pair<std::vector<long long>, long long> allocateRows(const std::vector<long
   place(0, 0);
   return {best, std::max<long long>(0, bestEnd)};
 }
+
+namespace {
+
+/// Each intermediate's life in `order` (positions): from its producer to its last reader there.
+std::vector<std::pair<size_t, size_t>> lifetimes(const MapDag &dag, const std::vector<size_t> &order, const std::vector<std::string> &mids) {
+  std::vector<std::pair<size_t, size_t>> life;
+  for (const auto &t : mids) {
+    size_t made = 0, last = 0;
+    for (size_t j = 0; j < order.size(); ++j) {
+      const MapFunction &f = dag.functions[order[j]];
+      if (f.output == t) made = j;
+      if (std::find(f.reads.begin(), f.reads.end(), t) != f.reads.end()) last = std::max(last, j);
+    }
+    life.push_back({made, std::max(made, last)});
+  }
+  return life;
+}
+
+} // namespace
 
 MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const MapPsi *psi) {
   auto start = std::chrono::steady_clock::now();
@@ -191,17 +209,13 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
     std::vector<bool> used(n, false);
     std::function<void()> enumerate = [&] {
       if (order.size() == set.size()) {
+        // The peak of live intermediates' bytes over the order's steps.
+        auto life = lifetimes(dag, order, mids);
         long long peak = 0;
         for (size_t i = 0; i < order.size(); ++i) {
           long long live = 0;
-          for (const auto &t : mids) {
-            size_t made = (size_t)(std::find(order.begin(), order.end(), producer[t]) - order.begin()), last = made;
-            for (size_t j = 0; j < order.size(); ++j) {
-              const auto &rd = dag.functions[order[j]].reads;
-              if (std::find(rd.begin(), rd.end(), t) != rd.end()) last = std::max(last, j);
-            }
-            if (made <= i && i <= last) live += bytesOf(t);
-          }
+          for (size_t m = 0; m < mids.size(); ++m)
+            if (life[m].first <= i && i <= life[m].second) live += bytesOf(mids[m]);
           peak = std::max(peak, live);
         }
         if (bestPeak < 0 || peak < bestPeak) bestPeak = peak, best = order;
@@ -219,21 +233,12 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
       }
     };
     enumerate();
-    // Lifetimes in the chosen order, and the allocation by branch and bound: each intermediate at
-    // offset 0 or at the end of one placed before it, no two live at once overlapping.
-    std::vector<std::pair<size_t, size_t>> life;
-    for (const auto &t : mids) {
-      size_t made = (size_t)(std::find(best.begin(), best.end(), producer[t]) - best.begin()), last = made;
-      for (size_t j = 0; j < best.size(); ++j) {
-        const auto &rd = dag.functions[best[j]].reads;
-        if (std::find(rd.begin(), rd.end(), t) != rd.end()) last = std::max(last, j);
-      }
-      life.push_back({made, last});
-    }
+    // The allocation by branch and bound over the chosen order's lifetimes.
+    std::vector<std::pair<size_t, size_t>> life = lifetimes(dag, best, mids);
     std::vector<long long> sizes, aligns;
     for (const auto &t : mids) sizes.push_back(bytesOf(t)), aligns.push_back(dtypeBytes(computeType(s.tensor(t)->type)));
     auto [bestOffsets, bestEnd] = allocateRows(sizes, life, aligns);
-    // Granularities: every combination (at most 64 a candidate, the widest first dropped).
+    // Granularities: every combination (the first 64 a candidate, in enumeration order).
     std::vector<std::vector<long long>> choices{{}};
     for (size_t f : best) {
       std::vector<std::vector<long long>> next;
@@ -362,15 +367,6 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
   }
   r.coverSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - mid).count();
   return r;
-}
-
-std::pair<std::string, std::string> searchedCover(const Scop &s, size_t maxFusion, size_t covers, size_t rank, const std::string &psiPath) {
-  std::optional<MapPsi> psi;
-  if (!psiPath.empty()) psi = readPsi(psiPath);
-  MapSearchResult found = searchFusions(s, maxFusion, covers, psi ? &*psi : nullptr);
-  if (rank >= found.covers.size())
-    throw UsageError("--fusion-rank " + std::to_string(rank) + ": the search found " + std::to_string(found.covers.size()) + " covers");
-  return {coverText(found, rank), coverSizes(found, rank)};
 }
 
 std::string coverText(const MapSearchResult &r, size_t rank) {

@@ -4,7 +4,6 @@
 //   cpu:  --target=c-mapped, the kernels' code block by block on this machine (the stand-in that
 //         lets CI test the tuning log without a GPU); processor time of the one call.
 //   cuda: the CUDA harness (events, warm-up, L2 flushed, median of --reps).
-#include "polyk/MapSearch.h"
 #include "polyk/Bind.h"
 #include "polyk/Emit.h"
 #include "polyk/Flatten.h"
@@ -163,11 +162,11 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       so.sizes = sizesOf(model.space(), v);
       StageOptions stage = stageOptionsOf(model.space(), v);
       if (stage.cover >= 0) {
-        // A map's cover: the search's, as polyk-schedule --fusion=search --fusion-rank builds it.
-        auto [cover, sizes] = searchedCover(mine, 4, (size_t)std::max(1LL, o.fusionCovers), (size_t)stage.cover, o.psi);
+        // A map's cover: the search's (found once, RunnerOptions::covers), as polyk-schedule
+        // --fusion=search --fusion-rank builds it.
         so.fusion = "shared";
-        so.cover = cover;
-        so.sizes = sizes;
+        so.cover = o.covers.at((size_t)stage.cover).first;
+        so.sizes = o.covers.at((size_t)stage.cover).second;
       }
       Scop sched = readSchedule(writeSchedule(schedule(mine, so)), "schedule");
       BindOptions bo;

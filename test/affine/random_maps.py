@@ -134,21 +134,10 @@ def main():
             variants.append(f"--fusion=shared --fusion-cover {','.join(sets)}")
             for v in variants:
                 runs += 1
-                if cuda:
-                    name = f"rmap{n}_{len(variants) and variants.index(v)}"
-                    rc, out = run(f"{BIN}/polyk-schedule {v} < {d}/m{n}.flat.yaml | {BIN}/polyk-bind | "
-                                  f"{BIN}/polyk-emit --harness -o {cuda}/{name}.cu")
-                    if rc == 0:
-                        listing.write(f"{name} 3\n{name} 11 n=1001\n")
-                        open(os.path.join(cuda, name + ".yaml"), "w").write(text + f"# {v}\n")
-                    elif "error:" in out:
-                        refused += 1
-                    else:
-                        print(f"FAIL stages rmap{n} ({v}):\n{text}{out}")
-                        failures += 1
-                    continue
-                rc, out = run(f"{BIN}/polyk-schedule {v} < {d}/m{n}.flat.yaml | {BIN}/polyk-bind | "
-                              f"{BIN}/polyk-emit --target=c-mapped --harness -o {d}/m{n}.c")
+                # The stages, to the CUDA harness (--cuda) or to the kernels' code on the CPU.
+                name = f"rmap{n}_{variants.index(v)}"
+                target = f"--harness -o {cuda}/{name}.cu" if cuda else f"--target=c-mapped --harness -o {d}/m{n}.c"
+                rc, out = run(f"{BIN}/polyk-schedule {v} < {d}/m{n}.flat.yaml | {BIN}/polyk-bind | {BIN}/polyk-emit {target}")
                 if rc != 0:
                     # A refusal is fine if it says why (error:), never a crash.
                     if "error:" in out and "Assertion" not in out and "terminate" not in out and "internal" not in out.lower():
@@ -156,6 +145,10 @@ def main():
                         continue
                     print(f"FAIL stages rmap{n} ({v}):\n{text}{out}")
                     failures += 1
+                    continue
+                if cuda:
+                    listing.write(f"{name} 3\n{name} 11 n=1001\n")
+                    open(os.path.join(cuda, name + ".yaml"), "w").write(text + f"# {v}\n")
                     continue
                 rc, out = run(f"cc -O1 -I{SRC}/libcore/runtime {d}/m{n}.c -lm -o {d}/m{n}")
                 if rc != 0:

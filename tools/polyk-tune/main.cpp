@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -170,7 +171,10 @@ int runCommand(int argc, char **argv) {
           space.name = flat.name;
           polyk::SpaceParam cover;
           cover.name = "schedule.cover";
-          for (size_t i = 0; i < found.covers.size(); ++i) cover.values.push_back((long long)i);
+          for (size_t i = 0; i < found.covers.size(); ++i) {
+            cover.values.push_back((long long)i);
+            runner.covers.push_back({polyk::coverText(found, i), polyk::coverSizes(found, i)});
+          }
           cover.fallback = 0;
           space.params.push_back(cover);
         } else if (spacePath.empty()) {
@@ -219,11 +223,7 @@ int runCommand(int argc, char **argv) {
         t.points = stage.points;
         t.prefetch = stage.prefetch;
         t.mma = stage.mma;
-        if (stage.cover >= 0) {
-          auto [cover, sizes] = polyk::searchedCover(flat, 4, (size_t)runner.fusionCovers, (size_t)stage.cover, runner.psi);
-          t.cover = cover;
-          t.sizes = sizes;
-        }
+        if (stage.cover >= 0) std::tie(t.cover, t.sizes) = runner.covers.at((size_t)stage.cover);
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
         t.trials = r.trials;

@@ -70,11 +70,6 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t covers, const MapP
 std::string coverText(const MapSearchResult &r, size_t rank);
 std::string coverSizes(const MapSearchResult &r, size_t rank);
 
-/// Cover `rank` of the search over candidates of at most `maxFusion` functions, `covers` covers,
-/// predicted from the psi/1 file `psiPath` (the model where empty): its --fusion-cover text and
-/// its sizes (polyk-tune's schedule.cover, polyk-schedule --fusion=search).
-std::pair<std::string, std::string> searchedCover(const Scop &s, size_t maxFusion, size_t covers, size_t rank, const std::string &psiPath);
-
 /// fusion/1 with the search: the candidates' implementations and predictions, and the covers.
 std::string writeFusionSearch(const MapSearchResult &r, size_t k);
 

@@ -108,9 +108,11 @@ struct RunnerOptions {
   unsigned seed = 1;                        // the harness's data
   std::string determinism = "not_guaranteed";
   /// A map's covers (polyk-tune run --fusion-search K): the search's K covers, predicted from the
-  /// psi/1 file `psi` (the model where empty); a configuration's schedule.cover picks one.
+  /// psi/1 file `psi` (the model where empty), found once: {--fusion-cover text, sizes} by rank; a
+  /// configuration's schedule.cover picks one.
   long long fusionCovers = 0;
   std::string psi;
+  std::vector<std::pair<std::string, std::string>> covers;
 };
 
 /// The device and architecture the runner measures on (cpu: /proc/cpuinfo and uname; cuda:
