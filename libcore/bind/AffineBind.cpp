@@ -398,9 +398,11 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       std::vector<SharedTile> tiles = sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, nullptr, {}, budget);
       // Runs of points read as vectors: their dim innermost in the copy (runLayout).
       long long runX = sz.vector > 1 ? sz.vector : 1, runY = sz.vector > 1 && n >= 2 ? std::max(1LL, sz.vectorY) : 1;
+      std::vector<long long> points;
+      for (unsigned m = 0; m < n; ++m) points.push_back(sz.tile[m] / sz.block[m]);
       for (const auto &t : tiles) {
         kc.shared.push_back(t.tensor);
-        std::vector<int> order = runLayout(in, stmts, t, prefix, n, runX, runY);
+        std::vector<int> order = runLayout(in, stmts, t, prefix, n, runX, runY, points);
         if (!order.empty()) kc.sharedLayout[t.tensor] = order;
       }
       // The copies in their final layouts (a run's dim innermost pads other rows): the last staged

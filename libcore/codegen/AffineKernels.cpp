@@ -208,7 +208,7 @@ std::string macros(const Scop &s, const KernelConfig &kc, Dialect d, const Regis
             return acc.name + "_r" + (rows.count(acc.name) ? rowIndex(st.write, acc.shape.size()) : "") + " = " + id + ";";
           return acc.name + "[" + linearIndex(st.write, acc) + "] = " + storeValue(d, acc.type, id) + ";";
         },
-        staging.reads(name) ? stagedReads(staging) : ReadOverride(), name,
+        staging.reads(name) ? stagedReads(staging, d == Dialect::Cuda && (staging.async || dynamicShared(s, staging) > 0)) : ReadOverride(), name,
         staging.reads(name) ? std::set<std::string>(kc.shared.begin(), kc.shared.end()) : std::set<std::string>(), rows);
     // A thread's register tile: its accumulators are an array, indexed by the point's place.
     if (regs.any())

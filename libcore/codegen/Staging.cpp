@@ -58,7 +58,10 @@ bool vectorCopy(const SharedTile &t, const TensorDecl &tensor, Dialect d, std::s
 
 /// The element group `rest` of tile t's copy: lines setting its place in the copy (x0, x1, ...)
 /// and, with `offset`, in the tensor (g0, g1, ...); `cond` (inside the tensor), `global` and
-/// `local` (the indices in the tensor and in the copy).
+/// `local` (the indices in the tensor and in the copy). The place in the copy is unsigned 32-bit
+/// (a tile's elements fit): nvcc divides it by the constant extents in a few instructions, where
+/// 64-bit polyk_idx took tens an element (a conv's copies ran about as many instructions as its
+/// FMAs).
 struct GroupParts {
   std::string coords, cond, global, local;
 };
@@ -72,9 +75,9 @@ GroupParts groupParts(const SharedTile &t, const TensorDecl &tensor, int lanes, 
     std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
     long long extent = i + 1 == n ? t.size[i] / lanes : t.size[i];
     std::string scaled = i + 1 == n && lanes > 1 ? " * " + std::to_string(lanes) : "";
-    if (i != order.back()) p.coords += in + "const polyk_idx " + x + " = (rest % " + std::to_string(extent) + ")" + scaled + ";\n" + in + "rest /= " + std::to_string(extent) + ";\n";
-    else p.coords += in + "const polyk_idx " + x + " = rest" + scaled + ";\n";
-    if (offset) p.coords += in + "const polyk_idx " + g + " = " + offset(i) + " + " + x + ";\n";
+    if (i != order.back()) p.coords += in + "const unsigned " + x + " = (rest % " + std::to_string(extent) + "u)" + scaled + ";\n" + in + "rest /= " + std::to_string(extent) + "u;\n";
+    else p.coords += in + "const unsigned " + x + " = rest" + scaled + ";\n";
+    if (offset) p.coords += in + "const polyk_idx " + g + " = " + offset(i) + " + (polyk_idx)" + x + ";\n";
   }
   for (size_t i = 0; i < n; ++i) {
     std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
@@ -120,11 +123,11 @@ std::string eachGroup(const SharedTile &t, int lanes, long long threads, const s
                       const std::function<std::string(long long, const std::string &)> &body) {
   CopyShape c = copyShape(t, lanes, threads);
   if (d == Dialect::C)
-    return in + "for (polyk_idx u = 0; u < " + std::to_string(c.groups) + "; ++u) {\n" + in + "  polyk_idx rest = u;\n" + body(-1, in + "  ") +
+    return in + "for (polyk_idx u = 0; u < " + std::to_string(c.groups) + "; ++u) {\n" + in + "  unsigned rest = (unsigned)u;\n" + body(-1, in + "  ") +
            in + "}\n";
   std::string o;
   for (long long u = 0; u < c.perThread; ++u) {
-    o += in + "{\n" + in + "  polyk_idx rest = polyk_tid + " + std::to_string(u * threads) + ";\n";
+    o += in + "{\n" + in + "  unsigned rest = (unsigned)polyk_tid + " + std::to_string(u * threads) + "u;\n";
     bool guard = (u + 1) * threads > c.groups;
     if (guard) o += in + "  if (rest < " + std::to_string(c.groups) + ") {\n";
     o += body(u, in + (guard ? "    " : "  "));
@@ -340,8 +343,8 @@ std::string prefetchingCopy(const Scop &s, const Staging &st, const KernelConfig
 std::string asyncTile(const SharedTile &t, const TensorDecl &tensor, int lanes, const std::function<std::string(size_t)> &offset,
                       const std::string &target, const std::string &in, Dialect d, long long threads) {
   bool cuda = d == Dialect::Cuda;
-  std::string o = in + "for (polyk_idx e = " + threadId(d) + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " +
-                  std::to_string(cuda ? threads : 1) + ") {\n" + in + "  polyk_idx rest = e;\n";
+  std::string o = in + "for (unsigned e = " + threadId(d) + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " +
+                  std::to_string(cuda ? threads : 1) + ") {\n" + in + "  unsigned rest = e;\n";
   GroupParts p = groupParts(t, tensor, lanes, offset, in + "  ");
   o += p.coords;
   std::string padding = paddingValue(tensor, d), type = cuda ? cudaStorageType(tensor.type) : cStorageType(tensor.type);
@@ -428,8 +431,8 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
     // The copy loop, `lanes` consecutive elements of the innermost dim at a time (1, or 4 as one
     // float4 where vectorCopy holds).
     auto loop = [&](int lanes, const std::string &in) {
-      std::string l = in + "for (polyk_idx e = " + tid + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " + threads + ") {\n";
-      l += in + "  polyk_idx rest = e;\n";
+      std::string l = in + "for (unsigned e = " + tid + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " + threads + ") {\n";
+      l += in + "  unsigned rest = e;\n";
       GroupParts p = groupParts(t, tensor, lanes, [&](size_t i) { return offsetName(t.tensor, i); }, in + "  ");
       l += p.coords;
       std::string target = sharedName(t.tensor) + "[" + p.local + "]", source = t.tensor + "[" + p.global + "]";
@@ -460,8 +463,8 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
   return o;
 }
 
-ReadOverride stagedReads(const Staging &st) {
-  return [&st](const ScopStatement &stmt, size_t k, const std::string &lvalue) -> std::string {
+ReadOverride stagedReads(const Staging &st, bool assumeAligned) {
+  return [&st, assumeAligned](const ScopStatement &stmt, size_t k, const std::string &lvalue) -> std::string {
     if (!st.reads(stmt.name)) return lvalue;
     const SharedTile *t = st.tile(isl::map(islCtx(), stmt.reads[k]).range_tuple_id().name());
     if (!t) return lvalue;
@@ -469,7 +472,9 @@ ReadOverride stagedReads(const Staging &st) {
     for (size_t d = 0; d < t->size.size(); ++d)
       index += std::string(d ? " + " : "") + "(" + subscriptC(stmt.reads[k], d) + " - " + offsetName(t->tensor, d) + ")" +
                (t->stride[d] == 1 ? "" : " * " + std::to_string(t->stride[d]));
-    return sharedName(t->tensor) + "[" + index + "]";
+    std::string copy = sharedName(t->tensor);
+    if (assumeAligned) copy = "((decltype(" + copy + "))__builtin_assume_aligned(" + copy + ", 16))";
+    return copy + "[" + index + "]";
   };
 }
 

@@ -75,6 +75,10 @@ std::string stagingCopy(const Scop &s, const Staging &st, const KernelConfig &kc
                         const std::string &nextOffsets, int indent);
 
 /// Reads of a staged tensor by a statement below the staging point: its element of the copy.
-ReadOverride stagedReads(const Staging &st);
+/// `assumeAligned` (CUDA, where the copies are pointers: two buffers, or dynamic shared memory):
+/// each read goes through __builtin_assume_aligned(copy, 16), so that nvcc merges a thread's reads
+/// of neighbouring elements into vector loads as it does for a static array (a conv's filter over
+/// its register tile's output channels: 8 loads -> 2).
+ReadOverride stagedReads(const Staging &st, bool assumeAligned = false);
 
 } // namespace polyk::codegen

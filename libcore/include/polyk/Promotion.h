@@ -65,9 +65,13 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
 /// The layout that lets a thread read each run of its register tile's points as one vector: where
 /// its points along x come in runs (runX > 1) and tile's tensor is read along x in a dim other than
 /// its last, that dim moves innermost; where they do not touch the tensor and its points along y
-/// come in runs, the dim read along y does. Empty where the tensor's own order serves.
+/// come in runs, the dim read along y does. A tensor that neither x nor y moves along (a
+/// convolution's filter, read at the same element by all of a block's threads) takes innermost the
+/// dim an outer member moves, where a thread owns several points of that member (`points`, per
+/// member: tile / block): a thread's reads of it then lie side by side, and nvcc loads them as
+/// vectors. Empty where the tensor's own order serves.
 std::vector<int> runLayout(const Scop &s, const std::vector<std::string> &stmts, const SharedTile &tile, const isl::union_map &prefix,
-                           unsigned members, long long runX, long long runY);
+                           unsigned members, long long runX, long long runY, const std::vector<long long> &points = {});
 
 /// What the bands `tileBand` (a kernel's tiles, on blocks) and `kTiles` (below it: the reduced
 /// tiles) take at each instance under `kTiles`: the prefix of its staging point.
