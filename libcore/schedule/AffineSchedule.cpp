@@ -119,6 +119,33 @@ bool moves(const isl::pw_multi_aff &read, unsigned sub, size_t dim) {
   return isl_pw_aff_involves_dims(read.get_at((int)sub).get(), isl_dim_in, (unsigned)dim, 1) == isl_bool_true;
 }
 
+/// Whether no read of `update` moves by more than one element a step of a parallel dim (a
+/// convolution of stride 1).
+bool unitStride(const ScopStatement &update, size_t par) {
+  struct Piece {
+    size_t par;
+    bool unit = true;
+  } piece{par};
+  for (const auto &text : update.reads) {
+    isl::pw_multi_aff r = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), text).release()));
+    for (unsigned sub = 0; sub < outputs(r); ++sub)
+      isl_pw_aff_foreach_piece(
+          r.get_at((int)sub).get(),
+          [](isl_set *set, isl_aff *aff, void *user) -> isl_stat {
+            Piece &p = *static_cast<Piece *>(user);
+            for (size_t d = 0; d < p.par; ++d) {
+              isl::val c = isl::manage(isl_aff_get_coefficient_val(aff, isl_dim_in, (int)d));
+              p.unit = p.unit && c.abs().le(isl::val::one(c.ctx()));
+            }
+            isl_set_free(set);
+            isl_aff_free(aff);
+            return isl_stat_ok;
+          },
+          &piece);
+  }
+  return piece.unit;
+}
+
 /// The order of a register-tiled kernel's parallel band (member -> statement dim), outermost first.
 /// The innermost parallel dim stays on x (the output's contiguous dim: its stores coalesce). On y
 /// goes a dim that moves no operand x moves (the other side of the product, as GEMM's i beside j),
@@ -213,6 +240,36 @@ constexpr long long kConvSplitLength = 2048, kConvSplitShare = 288, kMaxConvSpli
 /// shrunk while the grid would have fewer blocks than SMs. Outer dims fold into the grid's
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers, Window };
+
+/// A convolution's register tiles (a padded sum over k, y, x; CNNOpt's RS kernel as polyk's
+/// register tiles over staged copies). Where the grid has 96 blocks or more, 32 x 8 x 32 outputs a
+/// block of 4 x 8 x 8 threads, each owning 8 output channels x 4 consecutive x (polyk-bind's
+/// blocked points: the filter's staged copy has k innermost, read as float4s; the 6 inputs of a
+/// row of the window serve the 4 outputs), the input channels 4 a staged tile. Else (few output
+/// pixels or channels) 8 x 8 x 32 outputs a block of 1 x 8 x 32 threads, 8 output channels each,
+/// channels 8 a tile. H100, bench/results/2026-11-27-h100-conv-rs.txt (10 layers, one call each
+/// variant; one output a thread, unstaged, before): Y8 600 -> 153 us, Y2 433 -> 106, Y4 491 ->
+/// 120, Y12 815 -> 293, Y18 899 -> 332; R2 54 -> 27, D2 50 -> 22, D4 54 -> 27, D6 -> 47, R9 88
+/// (split-C 116). Smaller tiles of 128 threads were faster on Y12 (271) and Y18 (325) only.
+/// Rows of fewer than 14 outputs keep the sizes they have (one output a thread, and split-C), as
+/// do strided convolutions (R4 and R7 at stride 2 took 2.3x longer with these tiles, R1 1.06x
+/// shorter: the copy's rows hold twice the columns, read two apart).
+void convSizes(const std::vector<long long> &extent, const std::vector<long long> &updateExtents, size_t par, KernelSizes &sz) {
+  auto blocks = [&](const std::vector<long long> &tile) {
+    long long b = 1;
+    for (size_t m = 0; m < par; ++m) b *= (extent[m] + tile[m] - 1) / tile[m];
+    return b;
+  };
+  std::vector<long long> wide{32, 8, 32};
+  bool rs = blocks(wide) >= 96;
+  // (Rows of fewer than 14 outputs, R10's and R12's 7: one output a thread, split-C.)
+  if (!rs && extent[par - 1] < 14) return;
+  sz.tile = rs ? wide : std::vector<long long>{8, 8, 32};
+  sz.block = rs ? std::vector<long long>{4, 8, 8} : std::vector<long long>{1, 8, 32};
+  sz.vector = rs ? 4 : 1;
+  sz.reduce.assign(updateExtents.begin() + (long)par, updateExtents.end());
+  sz.reduce[0] = std::max<long long>(1, std::min<long long>(sz.reduce[0], rs ? 4 : 8));
+}
 
 /// `reducedIterations` (0: none): a sum's reduced iterations; where their shares of kSplitShare
 /// give 4 x 4-point tiles 2 waves of blocks, the register tile stops shrinking there, and
@@ -568,6 +625,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   // Each kernel's shape, and the order of its band's members.
   std::vector<Shape> shapes;
   std::vector<std::vector<size_t>> orders;
+  std::vector<bool> convs; // a padded sum over three parallel dims (a convolution's k, y, x)
   for (const auto &k : kernels) {
     size_t par = parOf(k);
     bool reduction = false, padded = false;
@@ -586,6 +644,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // (polyk-bind gives each thread consecutive points, whose windows overlap: --points).
     bool window = reduction && par == 2 && windowReduction(*update, par);
     shapes.push_back(fuseAll ? Shape::Plain : !reduction ? Shape::Stencil : window ? Shape::Window : padded ? Shape::Plain : Shape::Registers);
+    convs.push_back(!fuseAll && reduction && padded && !window && par == 3 && unitStride(*update, par));
     orders.push_back(shapes.back() == Shape::Registers ? bandOrder(*update, par) : std::vector<size_t>{});
   }
 
@@ -769,6 +828,10 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       if (fewThreads) S = std::min({(4 * slots + blocks - 1) / blocks, tiles0, reducedIterations / kSplitShare, kMaxSplit});
       if ((points == 1 || (points >= 16 && 4 * blocks < 3 * slots) || fewThreads) && S >= 2) sz.split = S;
     }
+    bool userConv = requested.count((int)k) && (!requested[(int)k].reduce.empty() || !requested[(int)k].block.empty() ||
+                                                 requested[(int)k].vector > 0);
+    if (convs[k] && summed && !userTiles && !userConv && sz.time == 0 && sz.stream == 0 && reducedDims > 0)
+      convSizes(extents, updateExtents, par, sz);
     if (shape == Shape::Plain && summed && !userTiles && sz.reduce.empty() && reducedDims > 0 && sz.time == 0 && sz.stream == 0 &&
         reducedIterations >= kConvSplitLength) {
       // Split-C: a padded sum (a convolution, one output a thread) whose grid holds fewer threads
