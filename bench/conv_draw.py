@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Convolution layers drawn at random, against cuDNN, to see whether polyk's conv defaults (split-C,
-AffineSchedule.cpp) hold outside CNNOpt's Table 2. Not hand-picked: the seed is printed.
+"""Convolution layers drawn at random, against cuDNN, to see whether polyk's conv defaults (register tiles
+and split-C, AffineSchedule.cpp) hold outside CNNOpt's Table 2. Not hand-picked: the seed is printed.
 
 Distribution: K and C log-uniform integers in [16, 1024], a square input of 5 to 56, filter 1, 3
 or 5 (probabilities 0.2, 0.6, 0.2), stride 1 (0.75) or 2, zero padding F/2, batch 1, NCHW, f32.
@@ -8,7 +8,8 @@ or 5 (probabilities 0.2, 0.6, 0.2), stride 1 (0.75) or 2, zero padding F/2, batc
   here:            python3 bench/conv_draw.py prepare DIR [SEED] [N]   (SEED: drawn from the clock)
                    -> DIR/*.yaml, DIR/spec (for bench/affine-variants.sh DIR/build DIR/spec): per
                       layer its default; where the default splits C, the same tile unsplit; where
-                      it does not but the reduction is long (>= 2048), the rule's split forced
+                      it does not but the reduction is long (>= 2048) and the layer has no register tiles, the
+                      rule's split forced
   on the GPU:      bench/run-list.sh DIR/build DIR/build/list.txt OUT/run.txt, then
                    python3 bench/conv_draw.py peers DIR OUT/run.txt   (cuDNN in the same process)
 """
@@ -70,7 +71,7 @@ def prepare(d, seed, n):
         print(f"{name}: K={K} C={C} X={X} F={Fs} s={s}  {sz}")
         spec.append(f"{name} {path} 1 10 | | |")
         red = C * Fs * Fs
-        if "split[" not in sz and red >= 2048:
+        if "split[" not in sz and "reduce[" not in sz and red >= 2048:
             # A long reduction the rule leaves unsplit (blocks enough): the rule's split, forced.
             S = min(red // 288, (C + 7) // 8, 16)
             tiles = ";".join(e.strip() for e in sz.strip("{} ").split(";"))
