@@ -268,7 +268,17 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   sz.block = rs ? std::vector<long long>{4, 8, 8} : std::vector<long long>{1, 8, 32};
   sz.vector = rs ? 4 : 1;
   sz.reduce.assign(updateExtents.begin() + (long)par, updateExtents.end());
-  sz.reduce[0] = std::max<long long>(1, std::min<long long>(sz.reduce[0], rs ? 4 : 8));
+  // The input channels a staged tile, by the filter's size: about 36 window iterations a tile
+  // for the wide tiles (a 3 x 3 filter 4 channels, 1 x 1 8), 128 for the narrow ones (3 x 3: 8,
+  // 5 x 5: 4), at most 8. H100, bench/results/2026-11-27-h100-conv-rs-channel-tiles.txt: 1 x 1
+  // layers at 4 / 8 / 16 / 32 channels, 727 x 500 x 53^2 217 / 163 / 192 / 241 us, 993 x 864 x
+  // 29^2 157 / 115 / 132 / 182; 5 x 5 layers at 8 / 4 / 2, 90 x 28 x 48^2 51.6 / 39.1 / 42.0, 43 x
+  // 39 x 53^2 58.1 / 34.7 / 39.8; Y12 at 2 / 4 / 8 300 / 307 / 375.
+  long long window = 1;
+  for (size_t d = par + 1; d < updateExtents.size(); ++d) window *= std::max<long long>(1, updateExtents[d]);
+  long long channels = 1;
+  while (channels < 8 && 2 * channels * window <= (rs ? 36 : 128)) channels *= 2;
+  sz.reduce[0] = std::max<long long>(1, std::min<long long>(sz.reduce[0], channels));
 }
 
 /// `reducedIterations` (0: none): a sum's reduced iterations; where their shares of kSplitShare
