@@ -649,7 +649,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     }
     // Register tiles for reductions, except over padded reads (convolutions): there the guarded
     // loads of a tile's points share little, and the tiles measured slower on the H100 (conv Y2
-    // 433 -> 859 us, D2 50 -> 76 us; bench/results/2026-11-24-h100-affine-tiles-gpu-check.txt).
+    // 433 -> 859 us, D2 50 -> 76 us; bench/results/2026-11-24-h100-affine-tiles-gpu-check.txt),
+    // but for a convolution's own register tiles over staged copies (convs: convSizes, below).
     // A 2-d window reduction (Gaussian2D): register tiles of 8 x 2 points, its reads staged
     // (polyk-bind gives each thread consecutive points, whose windows overlap: --points).
     bool window = reduction && par == 2 && windowReduction(*update, par);
