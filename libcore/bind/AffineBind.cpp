@@ -422,19 +422,9 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
         kc.shared.pop_back();
       }
     }
-    // Blocked points for window reductions (a thread's consecutive points share their windows'
-    // reads) and for padded sums (a convolution: a thread's output channels read the filter's
-    // staged copy as float4s, its consecutive x the input's row once).
+    // Blocked points by default for window reductions and padded sums (Schedule.h).
     bool window = false;
-    for (const auto &name : kc.statements) {
-      const ScopStatement &st = *in.statement(name);
-      window = window || windowReduction(st, n);
-      if (st.dims.size() > n)
-        for (const auto &r : st.reads) {
-          const TensorDecl *t = in.tensor(isl::map(ctx, r).range_tuple_id().name());
-          window = window || (t && t->padding.has_value());
-        }
-    }
+    for (const auto &name : kc.statements) window = window || blockedPoints(in, *in.statement(name), n);
     bool blocked = sequence && whole && micro && (options.points == "blocked" || (options.points == "auto" && window));
     if (sz.vector > 1) {
       long long perThread = sz.tile[n - 1] / sz.block[n - 1];

@@ -279,6 +279,29 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
   return full.intersect(affineMappingContext(kc, ids)).coalesce();
 }
 
+/// Whether some parameter (a block or thread id, or a program parameter) takes a single value in
+/// `narrow` but not in `wide`.
+bool pinsAnId(const isl::set &narrow, const isl::set &wide) {
+  auto single = [](const isl::set &set, unsigned p) {
+    isl_set *one = isl_set_copy(set.get());
+    unsigned n = (unsigned)isl_set_dim(one, isl_dim_param);
+    one = isl_set_project_out(one, isl_dim_param, p + 1, n - p - 1);
+    one = isl_set_project_out(one, isl_dim_param, 0, p);
+    one = isl_set_move_dims(one, isl_dim_set, 0, isl_dim_param, 0, 1);
+    isl_bool is = isl_set_is_singleton(one);
+    isl_set_free(one);
+    return is == isl_bool_true;
+  };
+  unsigned n = (unsigned)isl_set_dim(narrow.get(), isl_dim_param);
+  for (unsigned p = 0; p < n; ++p) {
+    if (!single(narrow, p)) continue;
+    isl::id id = isl::manage(isl_set_get_dim_id(narrow.get(), isl_dim_param, p));
+    int q = isl_set_find_dim_by_id(wide.get(), isl_dim_param, id.get());
+    if (q < 0 || !single(wide, (unsigned)q)) return true;
+  }
+  return false;
+}
+
 /// The body of one kernel (one thread's code): its registers, then the AST.
 /// `mapping`: the mapped tree for partial blocks; `unrolledMapping`: with a thread's points
 /// unrolled, for the blocks of whole tiles (no guards, constant register indices). The CUDA
@@ -494,10 +517,16 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   // exact points remains for the other parameters (an empty reduction's init and store).
   // The blocks of whole tiles keep the code without guards (a guard on each store cost Gaussian2D
   // 269 -> 398 us on the H100, bench/results/2026-11-26-h100-whole-tiles.txt).
+  isl::set context = affineMappingContext(kc, ids), some = context;
   if (wt.apply && !full.is_null() && !full.is_empty()) {
-    isl::set context = affineMappingContext(kc, ids), some = context;
     for (const auto &name : kc.statements) some = some.intersect_params(isl::set(islCtx(), s.statement(name)->domain).params());
     some = some.intersect(wt.blocks.intersect(coordinatesAtIds(s, (unsigned)wt.blocks.tuple_dim())).params());
+  }
+  // (Where the whole tiles' blocks have a single value of an id that the partial ones do not, as
+  // when fixed extents leave one whole tile and a partial one along x, isl folds that id into a
+  // constant in the whole tiles' AST, which the partial blocks must not run: they take the code of
+  // the exact points.)
+  if (wt.apply && !full.is_null() && !full.is_empty() && !pinsAnId(context.intersect(full), some)) {
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
     isl::ast_node wholeAst = fullBuild.node_from(restrictedUnrolled);
     if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
@@ -522,8 +551,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   std::string general = printer.print(build.node_from(restricted), 2);
   if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
   if (!full.is_null() && !full.is_empty()) {
-    isl::set context = affineMappingContext(kc, ids).intersect(full);
-    isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context));
+    isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
     wholeTile = true;
     std::string whole = printer.print(fullBuild.node_from(restrictedUnrolled), 2);
     wholeTile = false;

@@ -254,17 +254,22 @@ enum class Shape { Plain, Stencil, Registers, Window };
 /// Rows of fewer than 14 outputs keep the sizes they have (one output a thread, and split-C), as
 /// do strided convolutions (R4 and R7 at stride 2 took 2.3x longer with these tiles, R1 1.06x
 /// shorter: the copy's rows hold twice the columns, read two apart).
-void convSizes(const std::vector<long long> &extent, const std::vector<long long> &updateExtents, size_t par, KernelSizes &sz) {
+void convSizes(const std::vector<long long> &extent, const std::vector<long long> &updateExtents, size_t par, long long sms,
+               KernelSizes &sz) {
   auto blocks = [&](const std::vector<long long> &tile) {
     long long b = 1;
     for (size_t m = 0; m < par; ++m) b *= (extent[m] + tile[m] - 1) / tile[m];
     return b;
   };
-  std::vector<long long> wide{32, 8, 32};
-  bool rs = blocks(wide) >= 96;
   // (Rows of fewer than 14 outputs, R10's and R12's 7: one output a thread, split-C.)
-  if (!rs && extent[par - 1] < 14) return;
-  sz.tile = rs ? wide : std::vector<long long>{8, 8, 32};
+  if (extent[par - 1] < 14) return;
+  std::vector<long long> wide{32, 8, 32};
+  // (96 blocks on the H100's 132 SMs; a grid shared over --devices N cards needs N times more.)
+  bool rs = blocks(wide) * kSMsPerCard >= 96 * sms;
+  std::vector<long long> tile = rs ? wide : std::vector<long long>{8, 8, 32};
+  // (The grid's z takes the output channels' tiles: at most 65535.)
+  if ((extent[0] + tile[0] - 1) / tile[0] > 65535) return;
+  sz.tile = tile;
   sz.block = rs ? std::vector<long long>{4, 8, 8} : std::vector<long long>{1, 8, 32};
   sz.vector = rs ? 4 : 1;
   sz.reduce.assign(updateExtents.begin() + (long)par, updateExtents.end());
@@ -574,6 +579,16 @@ bool windowReduction(const ScopStatement &update, size_t par) {
   return std::count(window.begin(), window.end(), false) == 0;
 }
 
+bool blockedPoints(const Scop &s, const ScopStatement &st, size_t parallel) {
+  if (st.dims.size() <= parallel) return false;
+  if (windowReduction(st, parallel)) return true;
+  for (const auto &r : st.reads) {
+    const TensorDecl *t = s.tensor(isl::map(islCtx(), r).range_tuple_id().name());
+    if (t && t->padding.has_value()) return true;
+  }
+  return false;
+}
+
 Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
   const long long sms = kSMsPerCard * std::max<long long>(1, options.devices);
   isl::ctx ctx = islCtx();
@@ -842,7 +857,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     bool userConv = requested.count((int)k) && (!requested[(int)k].reduce.empty() || !requested[(int)k].block.empty() ||
                                                  requested[(int)k].vector > 0);
     if (convs[k] && summed && !userTiles && !userConv && sz.time == 0 && sz.stream == 0 && reducedDims > 0)
-      convSizes(extents, updateExtents, par, sz);
+      convSizes(extents, updateExtents, par, sms, sz);
     if (shape == Shape::Plain && summed && !userTiles && sz.reduce.empty() && reducedDims > 0 && sz.time == 0 && sz.stream == 0 &&
         reducedIterations >= kConvSplitLength) {
       // Split-C: a padded sum (a convolution, one output a thread) whose grid holds fewer threads

@@ -247,7 +247,7 @@ Space deriveSpace(const Scop &flat) {
         &find);
     return find.dim < 0 ? -1 : find.dim;
   };
-  int windows = 0, others = 0; // affine kernels with reduced tiles: window reductions or not
+  int windows = 0, others = 0; // affine kernels with reduced tiles: blocked points by default (Schedule.h) or not
   std::string mmaConstraint;    // emit.mma's, where kernel 0 may take the tensor cores
   for (const auto &[k, sz] : used) {
     size_t n = sz.tile.size();
@@ -271,10 +271,12 @@ Space deriveSpace(const Scop &flat) {
         param(K + "reduce." + std::to_string(r), powers(std::min<long long>(256, pow2Ceil(dim)), sz.reduce[r]), sz.reduce[r]);
       }
       if (!sz.reduce.empty()) {
-        bool window = false;
-        for (const auto &name : statementsIn(sched, nodeDomain(band)))
+        bool window = false, blocked = false;
+        for (const auto &name : statementsIn(sched, nodeDomain(band))) {
           if (sched.statement(name)->dims.size() > n) window = window || windowReduction(*sched.statement(name), n);
-        ++(window ? windows : others);
+          blocked = blocked || blockedPoints(sched, *sched.statement(name), n);
+        }
+        ++(blocked ? windows : others);
         // Split-K (SplitK.h): a sum's reduced tiles shared over up to S blocks a tile; 1 for none.
         // Offered where the reduced band has room for 2 shares of 256 iterations.
         bool sum = false;
@@ -443,8 +445,8 @@ Space deriveSpace(const Scop &flat) {
     sp.constraints.push_back(product(blocks) + " <= 1024");
     sp.constraints.push_back(product(blocks) + " >= " + std::to_string(warp));
   }
-  // Stage options (StageOptions): polyk-bind's points (its auto: blocked for window reductions,
-  // cyclic for the rest; both listed, the auto one first, where kernels differ) and polyk-emit's
+  // Stage options (StageOptions): polyk-bind's points (its auto: blocked for window reductions
+  // and padded sums, cyclic for the rest; both listed, the auto one first, where kernels differ) and polyk-emit's
   // prefetch (H100: blocked points GEMM 4096^3 4212 -> 4138 us, abcdef-gdab-efgc 121 -> 113;
   // bench/results/2026-11-25-h100-prefetch.txt).
   if (windows + others > 0) {

@@ -77,6 +77,12 @@ std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::
 /// so neighbouring points of the parallel band read overlapping windows.
 bool windowReduction(const ScopStatement &update, size_t parallel);
 
+/// Whether polyk-bind's `--points auto` deals statement `st`'s register-tile points blocked: a
+/// window reduction (a thread's consecutive points share their windows' reads), or a reduction
+/// over a padded tensor (a convolution: a thread's output channels read the filter's staged copy as
+/// float4s, its consecutive x the input's row once).
+bool blockedPoints(const Scop &s, const ScopStatement &st, size_t parallel);
+
 /// The analytical rule for default tile and block sizes (documented in docs/sizes.md).
 KernelSizes defaultSizes(const BandShape &band);
 
