@@ -196,9 +196,9 @@ std::vector<int> runLayout(const Scop &s, const std::vector<std::string> &stmts,
                            unsigned members, long long runX, long long runY, const std::vector<long long> &points) {
   int n = (int)tile.size.size();
   std::set<int> x = movingDims(s, stmts, tile.tensor, prefix, (int)members - 1);
-  std::set<int> y = runY > 1 && x.empty() ? movingDims(s, stmts, tile.tensor, prefix, (int)members - 2) : std::set<int>{};
-  int inner = runX > 1 && !x.empty() ? *x.rbegin() : !y.empty() ? *y.rbegin() : n - 1;
-  if (inner == n - 1 && x.empty() && movingDims(s, stmts, tile.tensor, prefix, (int)members - 2).empty())
+  std::set<int> y = x.empty() ? movingDims(s, stmts, tile.tensor, prefix, (int)members - 2) : std::set<int>{};
+  int inner = runX > 1 && !x.empty() ? *x.rbegin() : runY > 1 && !y.empty() ? *y.rbegin() : n - 1;
+  if (inner == n - 1 && x.empty() && y.empty())
     for (int m = (int)members - 3; m >= 0; --m) {
       if (m >= (int)points.size() || points[(size_t)m] <= 1) continue;
       std::set<int> z = movingDims(s, stmts, tile.tensor, prefix, m);

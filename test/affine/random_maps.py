@@ -102,20 +102,25 @@ def main():
     r = random.Random(int(os.environ.get("POLYK_RANDOM_SEED", "1")))
     failures = 0
     runs = refused = 0
+
+    def step(command, label, text):
+        """Runs one command; a failure is printed with the program and counted."""
+        nonlocal failures
+        rc, out = run(command)
+        if rc != 0:
+            print(f"FAIL {label}:\n{text}{out}")
+            failures += 1
+        return rc == 0
+
     with tempfile.TemporaryDirectory() as d:
         for n in range(count):
             text = draw(r, n)
             prog = os.path.join(d, f"m{n}.yaml")
             open(prog, "w").write(text)
-            rc, out = run(f"{BIN}/polyk-flatten {prog} > {d}/m{n}.flat.yaml")
-            if rc != 0:
-                print(f"FAIL flatten rmap{n}:\n{text}{out}")
-                failures += 1
+            if not step(f"{BIN}/polyk-flatten {prog} > {d}/m{n}.flat.yaml", f"flatten rmap{n}", text):
                 continue
-            rc, fusion = run(f"{BIN}/polyk-schedule --fusion-candidates {d}/m{n}.fusion.yaml < {d}/m{n}.flat.yaml > /dev/null")
-            if rc != 0:
-                print(f"FAIL candidates rmap{n}:\n{text}{fusion}")
-                failures += 1
+            if not step(f"{BIN}/polyk-schedule --fusion-candidates {d}/m{n}.fusion.yaml < {d}/m{n}.flat.yaml > /dev/null",
+                        f"candidates rmap{n}", text):
                 continue
             doc = open(f"{d}/m{n}.fusion.yaml").read()
             funcs = re.findall(r"- name: (f\d+)\n\s+source", doc)
@@ -150,10 +155,7 @@ def main():
                     listing.write(f"{name} 3\n{name} 11 n=1001\n")
                     open(os.path.join(cuda, name + ".yaml"), "w").write(text + f"# {v}\n")
                     continue
-                rc, out = run(f"cc -O1 -I{SRC}/libcore/runtime {d}/m{n}.c -lm -o {d}/m{n}")
-                if rc != 0:
-                    print(f"FAIL cc rmap{n} ({v}):\n{text}{out}")
-                    failures += 1
+                if not step(f"cc -O1 -I{SRC}/libcore/runtime {d}/m{n}.c -lm -o {d}/m{n}", f"cc rmap{n} ({v})", text):
                     continue
                 for seed in (3, 11):
                     rc, out = run(f"{d}/m{n} {seed}")
