@@ -511,6 +511,66 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
   }
 }
 
+/// A product of two factors whose x (the output's innermost dim) is short, at most 16 (the
+/// COGENT / CCSD(T) contractions: abcdef-gdab-efgc's 16s): affineSizes gave x 2 points of 8
+/// threads and y 8 points of 2, so each step of a thread's 64 points read 34 values from the
+/// staged copies (2108 shared loads for 3968 FMAs in its PTX). Where y's dim moves one factor P
+/// only and the member outside y (bandOrder's row dim) the other factor Q only, as does x:
+/// - x whole along the threads (one point each), so a warp stores whole rows;
+/// - y and the member outside it 8 points each: a step reads 8 values of each factor (16 for 64
+///   FMAs; PTX: 620 shared loads);
+/// - the other threads, to 256: 2 along the output's next dim if Q moves it (a warp's store is
+///   then 2 whole rows, 128 bytes), the rest along the next member P moves (P's and Q's staged
+///   tiles of similar size).
+/// H100 (bench/results/2026-11-27-h100-contraction-short-x.txt): 84.4 -> 71.2 us with one block an
+/// SM, 63.1 with two (AffineKernels.cpp: a short reduced loop); e 4 / d 4 threads 92.1, 128 threads
+/// 70.5. Returns whether it applies.
+bool shortXPoints(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
+                  long long sms, KernelSizes &sz) {
+  if (par < 4 || sz.tile.size() != par || sz.block.size() != par || extent[par - 1] <= 4 || pow2Ceil(extent[par - 1]) > 16 ||
+      extent[par - 2] < 8 || extent[par - 3] < 8)
+    return false;
+  std::vector<isl::pw_multi_aff> reads = operands(update, par);
+  if (reads.size() != 2) return false;
+  auto movesAny = [&](const isl::pw_multi_aff &r, size_t member) {
+    for (unsigned d = 0; d < outputs(r); ++d)
+      if (moves(r, d, order[member])) return true;
+    return false;
+  };
+  auto only = [&](size_t member) { // the one factor moving with member, or 2 where none or both do
+    bool a = movesAny(reads[0], member), b = movesAny(reads[1], member);
+    return a == b ? 2 : a ? 0 : 1;
+  };
+  const int p = only(par - 2), q = only(par - 1);
+  if (p == 2 || q == 2 || p == q || only(par - 3) != q) return false;
+  // The output's dim just outside its innermost one (where its write has two subscripts).
+  isl::pw_multi_aff write = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), update.write).release()));
+  const unsigned subs = outputs(write);
+  KernelSizes s = sz;
+  std::fill(s.tile.begin(), s.tile.end(), 1);
+  std::fill(s.block.begin(), s.block.end(), 1);
+  s.tile[par - 1] = s.block[par - 1] = pow2Ceil(extent[par - 1]);
+  s.tile[par - 2] = s.tile[par - 3] = 8;
+  long long left = 256 / s.block[par - 1];
+  for (size_t m = par - 3; m-- > 0 && left > 1;) {
+    int f = only(m);
+    if (m == par - 4 && f == q && subs >= 2 && moves(write, subs - 2, order[m]) && extent[m] >= 2) {
+      s.tile[m] = s.block[m] = 2;
+      left /= 2;
+    } else if (f == p) {
+      s.tile[m] = s.block[m] = std::min(left, pow2Ceil(extent[m]));
+      left /= s.block[m];
+    }
+  }
+  if (left > 1) return false;
+  long long blocks = 1;
+  for (size_t m = 0; m < par; ++m) blocks *= (extent[m] + s.tile[m] - 1) / s.tile[m];
+  if (blocks < 2 * sms) return false;
+  sz.tile = s.tile;
+  sz.block = s.block;
+  return true;
+}
+
 /// The tensor cores over a batch of small products (`mma[1]`, codegen/Mma.h): where the tile's y
 /// and x are their whole extents, from 32 to under 128 (a multiple of 16 along y, 8 along x), each
 /// warp of 8 x 4 threads takes the whole y x x tile of one point of the two innermost outer
@@ -763,7 +823,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
     bool splittable = shape == Shape::Registers && summed && !userTiles;
     KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0, sms);
-    if (shape == Shape::Registers && update && !userTiles && !order.empty()) outerPoints(*update, par, order, extents, sms, sz);
+    if (shape == Shape::Registers && update && !userTiles && !order.empty() && !shortXPoints(*update, par, order, extents, sms, sz))
+      outerPoints(*update, par, order, extents, sms, sz);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
         // Time tiling: a larger tile by default (the widening's share of a tile shrinks with it).
