@@ -511,25 +511,29 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
   }
 }
 
-/// A product of two factors whose x (the output's innermost dim) is short, at most 16 (the
-/// COGENT / CCSD(T) contractions: abcdef-gdab-efgc's 16s): affineSizes gave x 2 points of 8
-/// threads and y 8 points of 2, so each step of a thread's 64 points read 34 values from the
-/// staged copies (2108 shared loads for 3968 FMAs in its PTX). Where y's dim moves one factor P
-/// only and the member outside y (bandOrder's row dim) the other factor Q only, as does x:
-/// - x whole along the threads (one point each), so a warp stores whole rows;
-/// - y and the member outside it 8 points each: a step reads 8 values of each factor (16 for 64
-///   FMAs; PTX: 620 shared loads);
-/// - the other threads, to 256: 2 along the output's next dim if Q moves it (a warp's store is
-///   then 2 whole rows, 128 bytes), the rest along the next member P moves (P's and Q's staged
-///   tiles of similar size).
-/// H100 (bench/results/2026-11-27-h100-contraction-short-x.txt): 84.4 -> 71.2 us with one block an
-/// SM, 63.1 with two (AffineKernels.cpp: a short reduced loop); e 4 / d 4 threads 92.1, 128 threads
-/// 70.5. Returns whether it applies.
-bool shortXPoints(const ScopStatement &update, size_t par, const std::vector<size_t> &order, const std::vector<long long> &extent,
-                  long long sms, KernelSizes &sz) {
-  if (par < 4 || sz.tile.size() != par || sz.block.size() != par || extent[par - 1] <= 4 || pow2Ceil(extent[par - 1]) > 16 ||
-      extent[par - 2] < 8 || extent[par - 3] < 8)
-    return false;
+/// Tiles for a contraction of small extents (the COGENT / CCSD(T) family: abcdef-gdab-efgc's
+/// 16s, TCCG's sd_t_d1 / d2): every output member moves exactly one of the two factors, all at
+/// most 64, x at most 32. affineSizes tiles x and y only; with such extents that left 2 points a
+/// thread, idle threads past odd extents (17 columns as 32) and a block a point of every outer
+/// member (random draws at 0.3x einsum, bench/results/2026-11-27-h100-contraction-draw.txt).
+/// Here, over several members:
+/// - x whole along the threads (one point each): a warp stores whole rows, none idle;
+/// - register points along one member of each factor: the member and count (8 down to 4) with
+///   the most points over the square of the waste past its extent (24 tiled as 7s: 28 / 24),
+///   then a factor's innermost subscript (its copy's rows are
+///   read as vectors), then the innermost member;
+/// - the other threads, to 256: first along the output's next dim where x leaves a warp's row
+///   short (a warp then stores 32 consecutive outputs), then to the factor whose staged tile is
+///   smaller, along its members from the output's innermost, each the count with the most threads
+///   over the square of its waste (23 as 12s, not 21s).
+/// H100 (bench/results/2026-11-27-h100-contraction-short-x.txt): abcdef-gdab-efgc 84.4 -> 71.2 us
+/// with one block an SM, 63.1 with two (AffineKernels.cpp: a short reduced loop); e 4 / d 4
+/// threads 92.1. Returns whether it applies (sz then set).
+bool smallContractionTiles(const ScopStatement &update, size_t par, const std::vector<size_t> &order,
+                           const std::vector<long long> &extent, long long sms, KernelSizes &sz) {
+  if (par < 4 || sz.tile.size() != par || sz.block.size() != par || extent[par - 1] > 32) return false;
+  for (size_t m = 0; m < par; ++m)
+    if (extent[m] > 64 || extent[m] < 1) return false;
   std::vector<isl::pw_multi_aff> reads = operands(update, par);
   if (reads.size() != 2) return false;
   auto movesAny = [&](const isl::pw_multi_aff &r, size_t member) {
@@ -537,35 +541,83 @@ bool shortXPoints(const ScopStatement &update, size_t par, const std::vector<siz
       if (moves(r, d, order[member])) return true;
     return false;
   };
-  auto only = [&](size_t member) { // the one factor moving with member, or 2 where none or both do
-    bool a = movesAny(reads[0], member), b = movesAny(reads[1], member);
-    return a == b ? 2 : a ? 0 : 1;
+  std::vector<int> factor(par);
+  for (size_t m = 0; m < par; ++m) {
+    bool a = movesAny(reads[0], m), b = movesAny(reads[1], m);
+    if (a == b) return false;
+    factor[m] = a ? 0 : 1;
+  }
+  const size_t x = par - 1;
+  const int q = factor[x], p = 1 - q;
+  // waste: the share of a tile's points past the extent
+  auto waste = [&](long long ext, long long t) { return double((ext + t - 1) / t * t) / double(ext); };
+  auto innermostOf = [&](int f, size_t m) {
+    unsigned last = outputs(reads[f]) - 1;
+    return moves(reads[f], last, order[m]);
   };
-  const int p = only(par - 2), q = only(par - 1);
-  if (p == 2 || q == 2 || p == q || only(par - 3) != q) return false;
-  // The output's dim just outside its innermost one (where its write has two subscripts).
-  isl::pw_multi_aff write = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), update.write).release()));
-  const unsigned subs = outputs(write);
   KernelSizes s = sz;
   std::fill(s.tile.begin(), s.tile.end(), 1);
   std::fill(s.block.begin(), s.block.end(), 1);
-  s.tile[par - 1] = s.block[par - 1] = pow2Ceil(extent[par - 1]);
-  s.tile[par - 2] = s.tile[par - 3] = 8;
-  long long left = 256 / s.block[par - 1];
-  for (size_t m = par - 3; m-- > 0 && left > 1;) {
-    int f = only(m);
-    if (m == par - 4 && f == q && subs >= 2 && moves(write, subs - 2, order[m]) && extent[m] >= 2) {
-      s.tile[m] = s.block[m] = 2;
-      left /= 2;
-    } else if (f == p) {
-      s.tile[m] = s.block[m] = std::min(left, pow2Ceil(extent[m]));
-      left /= s.block[m];
+  s.tile[x] = s.block[x] = extent[x];
+  std::vector<bool> taken(par, false);
+  taken[x] = true;
+  for (int f : {p, q}) {
+    size_t best = par;
+    long long bestPoints = 0;
+    double bestScore = 0;
+    for (size_t m = x; m-- > 0;) {
+      if (taken[m] || factor[m] != f) continue;
+      for (long long pts = std::min<long long>(8, extent[m]); pts >= 4; --pts) {
+        double w = waste(extent[m], pts), score = pts / (w * w) + (innermostOf(f, m) ? 0.5 : 0.0);
+        if (score > bestScore + 1e-9) best = m, bestPoints = pts, bestScore = score;
+      }
     }
+    if (best == par) return false;
+    s.tile[best] = bestPoints;
+    taken[best] = true;
   }
-  if (left > 1) return false;
-  long long blocks = 1;
-  for (size_t m = 0; m < par; ++m) blocks *= (extent[m] + s.tile[m] - 1) / s.tile[m];
-  if (blocks < 2 * sms) return false;
+  // Threads: the output's dims from the innermost, by the write's subscripts.
+  isl::pw_multi_aff write = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), update.write).release()));
+  std::vector<size_t> outward; // members in the output's order, innermost first
+  for (unsigned sub = outputs(write); sub-- > 0;)
+    for (size_t m = 0; m < par; ++m)
+      if (moves(write, sub, order[m]) && std::find(outward.begin(), outward.end(), m) == outward.end()) outward.push_back(m);
+  long long left = 256 / extent[x];
+  auto give = [&](size_t m, long long most) {
+    long long t = 1;
+    double bestScore = 0;
+    for (long long c = std::min(most, extent[m]); c >= 1; --c) {
+      double w = waste(extent[m], c), score = c / (w * w);
+      if (score > bestScore + 1e-9) t = c, bestScore = score;
+    }
+    s.tile[m] = s.block[m] = t;
+    taken[m] = true;
+    left /= t;
+  };
+  if (extent[x] < 32 && outward.size() >= 2 && !taken[outward[1]] && left > 1) give(outward[1], std::min(left, (32 + extent[x] - 1) / extent[x]));
+  auto footprint = [&](int f) {
+    long long e = 1;
+    for (size_t m = 0; m < par; ++m)
+      if (factor[m] == f) e *= s.tile[m];
+    return e;
+  };
+  while (left > 1) {
+    int first = footprint(0) <= footprint(1) ? 0 : 1;
+    size_t pick = par;
+    for (int f : {first, 1 - first}) {
+      for (size_t m : outward)
+        if (!taken[m] && factor[m] == f && extent[m] > 1) {
+          pick = m;
+          break;
+        }
+      if (pick != par) break;
+    }
+    if (pick == par) break;
+    give(pick, left);
+  }
+  long long threads = 1, blocks = 1;
+  for (size_t m = 0; m < par; ++m) threads *= s.block[m], blocks *= (extent[m] + s.tile[m] - 1) / s.tile[m];
+  if (threads < 64 || blocks < sms) return false;
   sz.tile = s.tile;
   sz.block = s.block;
   return true;
@@ -823,7 +875,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
     bool splittable = shape == Shape::Registers && summed && !userTiles;
     KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0, sms);
-    if (shape == Shape::Registers && update && !userTiles && !order.empty() && !shortXPoints(*update, par, order, extents, sms, sz))
+    if (shape == Shape::Registers && update && !userTiles && !order.empty() && !smallContractionTiles(*update, par, order, extents, sms, sz))
       outerPoints(*update, par, order, extents, sms, sz);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
