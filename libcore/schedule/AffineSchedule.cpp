@@ -692,7 +692,19 @@ bool windowReduction(const ScopStatement &update, size_t par) {
 }
 
 bool blockedPoints(const Scop &s, const ScopStatement &st, size_t parallel) {
-  if (st.dims.size() <= parallel) return false;
+  if (st.dims.size() <= parallel) {
+    // A stencil: a tensor read at two places (a thread's consecutive points share the reads
+    // between them).
+    std::map<std::string, std::vector<isl::map>> reads;
+    for (const auto &text : st.reads) {
+      isl::map r(islCtx(), text);
+      auto &seen = reads[r.range_tuple_id().name()];
+      for (const auto &other : seen)
+        if (!other.is_equal(r)) return true;
+      seen.push_back(r);
+    }
+    return false;
+  }
   if (windowReduction(st, parallel)) return true;
   for (const auto &r : st.reads) {
     const TensorDecl *t = s.tensor(isl::map(islCtx(), r).range_tuple_id().name());
@@ -899,6 +911,15 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         if (!it->second.tile.empty()) sz.tile = it->second.tile;
         if (!it->second.block.empty()) sz.block = it->second.block;
       }
+    }
+    if (shape == Shape::Stencil && par == 2 && extents[0] >= 16 && extents[1] >= 64 && sz.time == 0 && sz.stream == 0 &&
+        (!requested.count((int)k) || (requested[(int)k].tile.empty() && requested[(int)k].block.empty()))) {
+      // A 2-d stencil (not time-tiled or streamed): 16 x 64 outputs a block of 4 x 64 threads, 4
+      // consecutive rows a thread (polyk-bind deals a stencil's points blocked: the rows between
+      // them are read once). Hotspot 8192^2 322 -> 277 us, 16384^2 1264 -> 1098 (as 32 x 32 of
+      // 8 x 32): 0.97 of the copy floor (bench/results/2026-11-27-h100-stencil-rows.txt).
+      sz.block = {4, 64};
+      sz.tile = {16, 64};
     }
     if (fuseAll && sz.tile != sz.block)
       throw UsageError("--fusion=all: one instance a thread (a thread's rows of the temporaries are its registers); give tile = block");

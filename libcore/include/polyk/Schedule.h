@@ -80,7 +80,8 @@ bool windowReduction(const ScopStatement &update, size_t parallel);
 /// Whether polyk-bind's `--points auto` deals statement `st`'s register-tile points blocked: a
 /// window reduction (a thread's consecutive points share their windows' reads), or a reduction
 /// over a padded tensor (a convolution: a thread's output channels read the filter's staged copy as
-/// float4s, its consecutive x the input's row once).
+/// float4s, its consecutive x the input's row once), or a stencil (a tensor read at two places:
+/// the rows between a thread's consecutive points are read once).
 bool blockedPoints(const Scop &s, const ScopStatement &st, size_t parallel);
 
 /// The analytical rule for default tile and block sizes (documented in docs/sizes.md).
