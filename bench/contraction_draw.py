@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Contractions drawn at random, in the family of the CCSD(T) triples (TCCG's sd_t_d1 / sd_t_d2,
 COGENT's abcdef-gdab-efgc): to see whether polyk's defaults for them (AffineSchedule.cpp,
-shortXPoints and the rules before it) hold outside examples/contraction. Not hand-picked: the
+smallContractionTiles and the rules before it) hold outside examples/contraction. Not hand-picked: the
 seed is printed.
 
 Distribution: C(a, b, c, d, e, f) += A(...) * B(...) summed over g. Three of the six output
 indices, drawn, go to A and the other three to B; g and each factor's three take a random order in
 its subscripts. Extents: each output index uniform in [8, 24], g in [8, 64]. f32, row-major.
 
-  here:        python3 bench/contraction_draw.py prepare DIR [SEED] [N] [OLD_BIN]
+  here:        python3 bench/contraction_draw.py prepare DIR [SEED] [N]
                -> DIR/*.yaml, DIR/spec (bench/affine-variants.sh DIR/build DIR/spec: each case timed,
-                  and checked at 2/3 of its extents), and with OLD_BIN (older tools) DIR/old.spec
+                  and checked at 2/3 of its extents), DIR/old.spec (the same cases named NAME_old,
+                  for POLYK_BIN=OLDER/bin bench/affine-variants.sh OTHER DIR/old.spec: copy its .cu
+                  files into DIR/build and append its list.txt to DIR/build/list.txt)
   on the GPU:  bench/run-list.sh DIR/build DIR/build/list.txt OUT/run.txt, then
                python3 bench/contraction_draw.py peers DIR OUT/run.txt   (einsum and torch.compile of it,
                the result made contiguous in the program's layout; the view's time beside)
@@ -61,7 +63,7 @@ def small(ext):
     return " ".join(f"{i.upper() * 2}={max(1, (2 * ext[i]) // 3)}" for i in OUT + "g")
 
 
-def prepare(d, seed, n, old_bin=None):
+def prepare(d, seed, n):
     rng = random.Random(seed)
     os.makedirs(d, exist_ok=True)
     spec, old = [], []

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <limits>
 #include <sstream>
 #include <isl/ast_build.h>
 #include <isl/schedule_node.h>
@@ -395,13 +396,16 @@ struct AstCallbacks {
   }
 };
 
-/// The reduced iterations of kernel kc's update at the parameters' defaults (1 without one), and
+/// The reduced iterations of kernel kc's update at the parameters' defaults (1 without one, or
+/// where its accumulators are 8 bytes: 64 f64 points need all 128 registers of 2 blocks an SM), and
 /// the count up to which a reduced loop is short (launch bounds).
 long long reducedSteps(const Scop &s, const KernelConfig &kc) {
   long long steps = 1;
   for (const auto &name : kc.statements) {
     const ScopStatement *st = s.statement(name);
     if (!st) continue;
+    const TensorDecl *acc = s.tensor(isl::map(islCtx(), st->write).range_tuple_id().name());
+    if (acc && dtypeBytes(acc->type) > 4) return std::numeric_limits<long long>::max();
     isl::set dom = isl::set(islCtx(), st->domain).intersect_params(isl::set(islCtx(), paramDefaults(s)));
     long long n = 1;
     for (size_t d = 0; d < st->dims.size(); ++d)

@@ -529,7 +529,7 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
 /// H100 (bench/results/2026-11-27-h100-contraction-short-x.txt): abcdef-gdab-efgc 84.4 -> 71.2 us
 /// with one block an SM, 63.1 with two (AffineKernels.cpp: a short reduced loop); e 4 / d 4
 /// threads 92.1. Returns whether it applies (sz then set).
-bool smallContractionTiles(const ScopStatement &update, size_t par, const std::vector<size_t> &order,
+bool smallContractionTiles(const Scop &scop, const ScopStatement &update, size_t par, const std::vector<size_t> &order,
                            const std::vector<long long> &extent, long long sms, KernelSizes &sz) {
   if (par < 4 || sz.tile.size() != par || sz.block.size() != par || extent[par - 1] > 32) return false;
   for (size_t m = 0; m < par; ++m)
@@ -583,24 +583,41 @@ bool smallContractionTiles(const ScopStatement &update, size_t par, const std::v
     for (size_t m = 0; m < par; ++m)
       if (moves(write, sub, order[m]) && std::find(outward.begin(), outward.end(), m) == outward.end()) outward.push_back(m);
   long long left = 256 / extent[x];
-  auto give = [&](size_t m, long long most) {
-    long long t = 1;
-    double bestScore = 0;
-    for (long long c = std::min(most, extent[m]); c >= 1; --c) {
-      double w = waste(extent[m], c), score = c / (w * w);
-      if (score > bestScore + 1e-9) t = c, bestScore = score;
-    }
-    s.tile[m] = s.block[m] = t;
-    taken[m] = true;
-    left /= t;
-  };
-  if (extent[x] < 32 && outward.size() >= 2 && !taken[outward[1]] && left > 1) give(outward[1], std::min(left, (32 + extent[x] - 1) / extent[x]));
   auto footprint = [&](int f) {
     long long e = 1;
     for (size_t m = 0; m < par; ++m)
       if (factor[m] == f) e *= s.tile[m];
     return e;
   };
+  // Both factors' staged tiles, a reduced step each, within 48 KB at the reduced tile of 16 that
+  // reducedTiles starts from (otherwise polyk-bind stages neither and the tuner's space loses
+  // the defaults), and at most 64 threads along z (the members outside x and y).
+  long long bytes = 1;
+  for (const auto &r : reads) {
+    isl_id *id = isl_pw_multi_aff_get_tuple_id(r.get(), isl_dim_out);
+    const TensorDecl *t = scop.tensor(isl_id_get_name(id));
+    isl_id_free(id);
+    bytes = std::max<long long>(bytes, t ? dtypeBytes(t->type) : 4);
+  }
+  const long long stagedLimit = 49152 / (16 * bytes);
+  auto give = [&](size_t m, long long most) {
+    long long z = 1;
+    for (size_t o = 0; o + 2 < par; ++o) z *= s.block[o];
+    if (m + 2 < par) most = std::min(most, 64 / z);
+    long long t = 1;
+    double bestScore = 0;
+    for (long long c = std::min(most, extent[m]); c >= 1; --c) {
+      s.tile[m] = c;
+      bool fits = footprint(0) + footprint(1) <= stagedLimit;
+      s.tile[m] = 1;
+      double w = waste(extent[m], c), score = c / (w * w);
+      if (fits && score > bestScore + 1e-9) t = c, bestScore = score;
+    }
+    s.tile[m] = s.block[m] = t;
+    taken[m] = true;
+    left /= t;
+  };
+  if (extent[x] < 32 && outward.size() >= 2 && !taken[outward[1]] && left > 1) give(outward[1], std::min(left, (32 + extent[x] - 1) / extent[x]));
   while (left > 1) {
     int first = footprint(0) <= footprint(1) ? 0 : 1;
     size_t pick = par;
@@ -617,7 +634,7 @@ bool smallContractionTiles(const ScopStatement &update, size_t par, const std::v
   }
   long long threads = 1, blocks = 1;
   for (size_t m = 0; m < par; ++m) threads *= s.block[m], blocks *= (extent[m] + s.tile[m] - 1) / s.tile[m];
-  if (threads < 64 || blocks < sms) return false;
+  if (threads < 64 || blocks < sms || footprint(0) + footprint(1) > stagedLimit) return false;
   sz.tile = s.tile;
   sz.block = s.block;
   return true;
@@ -887,7 +904,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     bool userTiles = requested.count((int)k) && (!requested[(int)k].tile.empty() || requested[(int)k].split > 0);
     bool splittable = shape == Shape::Registers && summed && !userTiles;
     KernelSizes sz = affineSizes(extents, shape, splittable ? reducedIterations : 0, sms);
-    if (shape == Shape::Registers && update && !userTiles && !order.empty() && !smallContractionTiles(*update, par, order, extents, sms, sz))
+    if (shape == Shape::Registers && update && !userTiles && !order.empty() && !smallContractionTiles(scop, *update, par, order, extents, sms, sz))
       outerPoints(*update, par, order, extents, sms, sz);
     if (auto it = requested.find((int)k); it != requested.end()) {
       if (it->second.time > 0) {
