@@ -422,10 +422,10 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
         kc.shared.pop_back();
       }
     }
-    // Blocked points by default for window reductions and padded sums (Schedule.h).
-    bool window = false;
-    for (const auto &name : kc.statements) window = window || blockedPoints(in, *in.statement(name), n);
-    bool blocked = sequence && whole && micro && (options.points == "blocked" || (options.points == "auto" && window));
+    // Blocked points by default for window reductions, padded sums and stencils (Schedule.h).
+    bool blockedAuto = false;
+    for (const auto &name : kc.statements) blockedAuto = blockedAuto || blockedPoints(in, *in.statement(name), n);
+    bool blocked = sequence && whole && micro && (options.points == "blocked" || (options.points == "auto" && blockedAuto));
     if (sz.vector > 1) {
       long long perThread = sz.tile[n - 1] / sz.block[n - 1];
       if (!(sequence && whole && micro))

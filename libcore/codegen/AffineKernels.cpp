@@ -17,7 +17,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cctype>
-#include <limits>
 #include <sstream>
 #include <isl/ast_build.h>
 #include <isl/schedule_node.h>
@@ -396,25 +395,17 @@ struct AstCallbacks {
   }
 };
 
-/// The reduced iterations of kernel kc's update at the parameters' defaults (1 without one, or
-/// where its accumulators are 8 bytes: 64 f64 points need all 128 registers of 2 blocks an SM), and
-/// the count up to which a reduced loop is short (launch bounds).
-long long reducedSteps(const Scop &s, const KernelConfig &kc) {
-  long long steps = 1;
+/// Whether kernel kc's reduced loop is short (at most 64 iterations at the parameters' defaults)
+/// and its accumulators 4 bytes at most (64 f64 points need all 128 registers of 2 blocks an SM).
+bool shortReduction(const Scop &s, const KernelConfig &kc) {
   for (const auto &name : kc.statements) {
     const ScopStatement *st = s.statement(name);
     if (!st) continue;
     const TensorDecl *acc = s.tensor(isl::map(islCtx(), st->write).range_tuple_id().name());
-    if (acc && dtypeBytes(acc->type) > 4) return std::numeric_limits<long long>::max();
-    isl::set dom = isl::set(islCtx(), st->domain).intersect_params(isl::set(islCtx(), paramDefaults(s)));
-    long long n = 1;
-    for (size_t d = 0; d < st->dims.size(); ++d)
-      if (st->dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1 - dom.dim_min_val((int)d).get_num_si();
-    steps = std::max(steps, n);
+    if ((acc && dtypeBytes(acc->type) > 4) || reducedIterations(s, *st) > 64) return false;
   }
-  return steps;
+  return true;
 }
-constexpr long long kShortSteps = 64;
 
 /// Under split-K (`sk`), `phase` 1 is the body whose stores put the registers into the block's
 /// partials, `phase` 2 the stores (kc's statements: the stores only) that sum them first, printed
@@ -754,11 +745,11 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
     // Where the reduced loop is short (abcdef-gdab-efgc's 32 steps), a block's copies, first
     // loads and 64 stores are much of its time, and a second block an SM overlaps them: 71.2 ->
     // 63.1 us with its short-x tile (bench/results/2026-11-27-h100-contraction-short-x.txt).
-    std::string minBlocks = !regs.any() || staging.tiles.empty()                    ? ""
-                            : mma.on                                                ? ", 1"
-                            : staging.async && tilePoints <= 16                     ? ", 4"
-                            : tilePoints >= 64 && reducedSteps(s, kc) > kShortSteps ? ", 1"
-                                                                                    : ", 2";
+    std::string minBlocks = !regs.any() || staging.tiles.empty()           ? ""
+                            : mma.on                                       ? ", 1"
+                            : staging.async && tilePoints <= 16            ? ", 4"
+                            : tilePoints >= 64 && !shortReduction(s, kc)   ? ", 1"
+                                                                           : ", 2";
     // Under --partition a split kernel is Matz's clone: its blocks along the split dim start at
     // polyk_boff, so a device launches its share of the grid.
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);

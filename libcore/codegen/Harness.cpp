@@ -117,11 +117,7 @@ long long reductionLength(const Scop &s) {
   long long longest = 1;
   for (const auto &st : s.statements) {
     if (st.kind != StmtKind::Reduce && st.form != Form::Affine) continue;
-    isl::set dom = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(s)));
-    long long n = 1;
-    for (size_t d = 0; d < st.dims.size(); ++d)
-      if (st.dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1 - (st.form == Form::Affine ? dom.dim_min_val((int)d).get_num_si() : 0);
-    longest = std::max(longest, n);
+    longest = std::max(longest, reducedIterations(s, st));
   }
   return longest;
 }

@@ -119,6 +119,13 @@ bool moves(const isl::pw_multi_aff &read, unsigned sub, size_t dim) {
   return isl_pw_aff_involves_dims(read.get_at((int)sub).get(), isl_dim_in, (unsigned)dim, 1) == isl_bool_true;
 }
 
+/// Whether some subscript of `read` moves with statement dim `dim`.
+bool movesAny(const isl::pw_multi_aff &read, size_t dim) {
+  for (unsigned sub = 0; sub < outputs(read); ++sub)
+    if (moves(read, sub, dim)) return true;
+  return false;
+}
+
 /// Whether no read of `update` moves by more than one element a step of a parallel dim (a
 /// convolution of stride 1).
 bool unitStride(const ScopStatement &update, size_t par) {
@@ -157,19 +164,14 @@ std::vector<size_t> bandOrder(const ScopStatement &update, size_t par) {
   for (size_t m = 0; m < par; ++m) order[m] = m;
   if (par < 3) return order;
   std::vector<isl::pw_multi_aff> reads = operands(update, par);
-  auto movesAny = [&](size_t read, size_t dim) {
-    for (unsigned d = 0; d < outputs(reads[read]); ++d)
-      if (moves(reads[read], d, dim)) return true;
-    return false;
-  };
   size_t x = par - 1, y = par;
   bool yRow = false;
   for (size_t p = 0; p < x; ++p) {
     bool some = false, shared = false, row = false;
     for (size_t r = 0; r < reads.size(); ++r) {
-      if (!movesAny(r, p)) continue;
+      if (!movesAny(reads[r], p)) continue;
       some = true;
-      shared |= movesAny(r, x);
+      shared |= movesAny(reads[r], x);
       unsigned n = outputs(reads[r]);
       row |= n > 0 && moves(reads[r], n - 1, p);
     }
@@ -488,11 +490,6 @@ void outerPoints(const ScopStatement &update, size_t par, const std::vector<size
                  long long sms, KernelSizes &sz) {
   if (par < 4 || pow2Ceil(extent[par - 1]) > 16 || sz.tile.size() != par || sz.block.size() != par) return;
   std::vector<isl::pw_multi_aff> reads = operands(update, par);
-  auto movesAny = [&](const isl::pw_multi_aff &r, size_t dim) {
-    for (unsigned d = 0; d < outputs(r); ++d)
-      if (moves(r, d, dim)) return true;
-    return false;
-  };
   long long points = 1, blocks = 1;
   for (size_t m = 0; m < par; ++m) points *= sz.tile[m] / sz.block[m], blocks *= (extent[m] + sz.tile[m] - 1) / sz.tile[m];
   if (points * 4 > 64) return;
@@ -536,14 +533,9 @@ bool smallContractionTiles(const Scop &scop, const ScopStatement &update, size_t
     if (extent[m] > 64 || extent[m] < 1) return false;
   std::vector<isl::pw_multi_aff> reads = operands(update, par);
   if (reads.size() != 2) return false;
-  auto movesAny = [&](const isl::pw_multi_aff &r, size_t member) {
-    for (unsigned d = 0; d < outputs(r); ++d)
-      if (moves(r, d, order[member])) return true;
-    return false;
-  };
   std::vector<int> factor(par);
   for (size_t m = 0; m < par; ++m) {
-    bool a = movesAny(reads[0], m), b = movesAny(reads[1], m);
+    bool a = movesAny(reads[0], order[m]), b = movesAny(reads[1], order[m]);
     if (a == b) return false;
     factor[m] = a ? 0 : 1;
   }

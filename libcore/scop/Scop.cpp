@@ -64,6 +64,14 @@ std::string paramDefaults(const Scop &s) {
   return "[" + names + "] -> { : " + (values.empty() ? "" : values) + " }";
 }
 
+long long reducedIterations(const Scop &s, const ScopStatement &st) {
+  isl::set dom = isl::set(islCtx(), st.domain).intersect_params(isl::set(islCtx(), paramDefaults(s)));
+  long long n = 1;
+  for (size_t d = 0; d < st.dims.size(); ++d)
+    if (st.dims[d] == "reduced") n *= dom.dim_max_val((int)d).get_num_si() + 1 - (st.form == Form::Affine ? dom.dim_min_val((int)d).get_num_si() : 0);
+  return n;
+}
+
 const TensorDecl *Scop::tensor(const std::string &n) const {
   for (const auto &t : tensors)
     if (t.name == n) return &t;

@@ -20,8 +20,8 @@ int main(int argc, char **argv) {
                            app.add_option("--points", opts.points,
                                           "which points of a register tile each thread owns (affine path): cyclic "
                                           "(t, t + block, ...), blocked (consecutive), or auto (blocked for window "
-                                          "reductions such as a weighted stencil and for sums over padded "
-                                          "reads such as a convolution)")
+                                          "reductions such as a weighted stencil, for sums over padded "
+                                          "reads such as a convolution, and for stencils)")
                                ->check(CLI::IsMember({"auto", "cyclic", "blocked"}));
                            app.add_option("--tuning", tuning, "the points polyk-tune found (its best.yaml, tuning/1)")
                                ->check(CLI::ExistingFile)

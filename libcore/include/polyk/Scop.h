@@ -116,6 +116,9 @@ std::string tensorBox(const Scop &s, const TensorDecl &t);
 /// `[B] -> { : B = 64 }`: the parameters at the values the program gives them (for decisions that
 /// need numbers, like default sizes; the code stays symbolic).
 std::string paramDefaults(const Scop &s);
+/// The iterations of statement `st`'s reduced dims at the parameters' defaults (1 without any):
+/// their extents' product, an affine statement's from each dim's lowest value.
+long long reducedIterations(const Scop &s, const ScopStatement &st);
 
 /// The file kinds that share this structure, each adding to the one before.
 enum class ScopLevel { Scop, Schedule, Bound, Kernel };
