@@ -39,7 +39,7 @@ ModelData modelData(const std::string &programText, const std::string &programFi
   d.program = h.program;
   SpaceModel model(d.space);
   for (const Trial &t : trials) {
-    if (t.status != TrialStatus::Ok || t.us <= 0) continue;
+    bool ok = t.status == TrialStatus::Ok && t.us > 0;
     // name=value over the derived space; a parameter the log's (edited) space left out keeps its
     // default, or where polyk-tune added it after the log was written, the value its trials ran with.
     std::vector<long long> v = model.defaults();
@@ -57,6 +57,11 @@ ModelData modelData(const std::string &programText, const std::string &programFi
       v[i] = std::stoll(item.substr(eq + 1));
     }
     model.complete(v);
+    if (!ok) {
+      d.failedX.push_back(features(d.shapes, d.space, v));
+      d.failedIndex.push_back(t.index);
+      continue;
+    }
     d.x.push_back(features(d.shapes, d.space, v));
     d.us.push_back(t.us);
     d.keys.push_back(t.key);
@@ -65,25 +70,42 @@ ModelData modelData(const std::string &programText, const std::string &programFi
   return d;
 }
 
-ModelReport judge(const ModelData &d, const std::vector<double> &predicted) {
+ModelReport judge(const ModelData &d, const std::vector<double> &predicted, const std::vector<double> &predictedFailed) {
   ModelReport r;
   size_t n = d.us.size();
   r.trials = (long long)n;
   if (n == 0) return r;
+  // Every trial's time and prediction: the correct ones, then the others (never the best).
+  std::vector<double> us(d.us), pred(predicted);
+  std::vector<int> index(d.index);
+  for (size_t i = 0; i < predictedFailed.size() && i < d.failedIndex.size(); ++i) {
+    us.push_back(INFINITY);
+    pred.push_back(predictedFailed[i]);
+    index.push_back(d.failedIndex[i]);
+  }
+  r.failed = (long long)(us.size() - n);
   // The model's order; configurations it predicts alike come slowest first (a tie is no credit).
-  std::vector<size_t> order(n);
+  std::vector<size_t> order(us.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return predicted[a] != predicted[b] ? predicted[a] < predicted[b] : d.us[a] > d.us[b];
-  });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a] != pred[b] ? pred[a] < pred[b] : us[a] > us[b]; });
   r.best = *std::min_element(d.us.begin(), d.us.end());
   double seen = INFINITY;
-  for (size_t k = 0; k < n; ++k) {
-    seen = std::min(seen, d.us[order[k]]);
+  for (size_t k = 0; k < order.size(); ++k) {
+    seen = std::min(seen, us[order[k]]);
     if (r.to95 == 0 && seen <= r.best / 0.95) r.to95 = (long long)k + 1;
     if (r.to100 == 0 && seen <= r.best) r.to100 = (long long)k + 1;
-    if (k + 1 == 10 || (k + 1 < 10 && k + 1 == n)) r.lop10 = 1 - r.best / seen;
-    if (k + 1 == 30 || (k + 1 < 30 && k + 1 == n)) r.lop30 = 1 - r.best / seen;
+    if (k + 1 == 10 || (k + 1 < 10 && k + 1 == order.size())) r.lop10 = 1 - r.best / seen;
+    if (k + 1 == 30 || (k + 1 < 30 && k + 1 == order.size())) r.lop30 = 1 - r.best / seen;
+  }
+  // The search's own order: the defaults, then the others in the model's.
+  auto defaults = std::find(index.begin(), index.begin() + (long)n, 0);
+  if (defaults != index.begin() + (long)n) {
+    size_t first = (size_t)(defaults - index.begin());
+    seen = us[first];
+    long long k = 1;
+    for (size_t i = 0; seen > r.best / 0.95 && i < order.size(); ++i)
+      if (order[i] != first) seen = std::min(seen, us[order[i]]), ++k;
+    r.searchTo95 = k;
   }
   // Spearman's rank correlation of predicted and measured: Pearson's on the ranks, tied values
   // taking their average rank.
@@ -150,9 +172,11 @@ std::string writeReport(const ModelData &d, const std::vector<double> &predicted
   if (!dir.empty()) writeFiles(d, predicted, dir);
   char line[512];
   std::snprintf(line, sizeof line,
-                "%s: %lld trials, best %.2f us; in the model's order: 95%% of it at trial %lld, 100%% at trial %lld; "
-                "LoP top-10 %.1f%%, top-30 %.1f%%; Spearman %.2f\n",
-                d.program.c_str(), r.trials, r.best, r.to95, r.to100, 100 * r.lop10, 100 * r.lop30, r.spearman);
+                "%s: %lld trials (and %lld not correct), best %.2f us; in the model's order: 95%% of it at trial %lld, "
+                "100%% at trial %lld; LoP top-10 %.1f%%, top-30 %.1f%%; Spearman %.2f; the model's search (defaults "
+                "first): 95%% at trial %lld\n",
+                d.program.c_str(), r.trials, r.failed, r.best, r.to95, r.to100, 100 * r.lop10, 100 * r.lop30, r.spearman,
+                r.searchTo95);
   return line;
 }
 

@@ -144,6 +144,37 @@ TEST(TuneModel, JudgeCountsTrialsToTheBestInTheModelsOrder) {
   EXPECT_NEAR(r.spearman, -1, 1e-12);
 }
 
+TEST(TuneModel, JudgeCountsFailedTrialsAndTheSearchsOwnOrder) {
+  ModelData d;
+  d.program = "p";
+  for (int i = 0; i < 10; ++i) {
+    d.us.push_back(i == 0 ? 150 : 100 + i); // the defaults (trial 0) at 150 us; the best is trial 1
+    d.keys.push_back("k=" + std::to_string(i));
+    d.index.push_back(i);
+  }
+  d.failedX.assign(3, {});
+  d.failedIndex = {10, 11, 12};
+  std::vector<double> perfect(d.us.begin(), d.us.end());
+  // The model ranks the 3 failed trials first: they cost 3 trials before the best.
+  ModelReport r = judge(d, perfect, {1, 2, 3});
+  EXPECT_EQ(r.trials, 10);
+  EXPECT_EQ(r.failed, 3);
+  EXPECT_EQ(r.to100, 4);
+  EXPECT_EQ(r.to95, 4);
+  EXPECT_EQ(r.searchTo95, 5); // the defaults, the 3 failed, then trial 1
+  EXPECT_NEAR(r.lop10, 0, 1e-12);
+  // Ranked last, they cost nothing; the defaults within 95% would end the search at trial 1.
+  r = judge(d, perfect, {1000, 1000, 1000});
+  EXPECT_EQ(r.to95, 1);
+  EXPECT_EQ(r.searchTo95, 2);
+  d.us[0] = 104;
+  r = judge(d, perfect, {1000, 1000, 1000});
+  EXPECT_EQ(r.searchTo95, 1);
+  // Without the defaults among the correct trials: no search count.
+  d.index[0] = 20;
+  EXPECT_EQ(judge(d, perfect).searchTo95, 0);
+}
+
 TEST(TuneModel, BoxesHoldHalosStridesAndSeveralReads) {
   // A window (Gaussian2D's form): the input's box over a tile and the whole window is
   // (T0 + R0 - 1) x (T1 + R1 - 1); a stride of 2 and a second read at another offset widen it.

@@ -321,7 +321,7 @@ int reportCommand(int argc, char **argv) {
            if (d.device != device) std::fprintf(stderr, "polyk-tune report: note: the model is of '%s', %s's log of '%s'\n",
                                                 device.c_str(), d.program.c_str(), d.device.c_str());
            std::vector<double> predicted = m->predict(d.x);
-           polyk::ModelReport r = polyk::judge(d, predicted);
+           polyk::ModelReport r = polyk::judge(d, predicted, d.failedX.empty() ? std::vector<double>{} : m->predict(d.failedX));
            out += dir.empty() ? polyk::writeReport(d, predicted, r, "") : polyk::writeReport(d, predicted, r, dir + "/" + d.program);
          }
          return out;

@@ -97,7 +97,8 @@ private:
   void *booster_ = nullptr;
 };
 
-/// A log's correct trials as the model's rows.
+/// A log's correct trials as the model's rows; its other trials (wrong, failed, abandoned as slow)
+/// apart, which a search ranked by the model would also have spent a trial on.
 struct ModelData {
   std::string program, device;
   Space space;
@@ -106,6 +107,8 @@ struct ModelData {
   std::vector<double> us;             // measured
   std::vector<std::string> keys;
   std::vector<int> index;             // the trials' numbers in the log
+  std::vector<std::vector<double>> failedX;
+  std::vector<int> failedIndex;
 };
 /// The correct trials of the log `logPath`, recorded by polyk-tune run for the program in
 /// `programText` (at the log's sizes, over its derived space); an InputError where the log is of
@@ -114,12 +117,15 @@ ModelData modelData(const std::string &programText, const std::string &programFi
 
 /// How well a ranking finds the best of the logged trials (CNNOpt's Table 8): trials in the
 /// model's order until 95% and 100% of the best time, the loss of performance of its top-10 and
-/// top-30 (1 - best / best of the top-n; 0 is no loss), Spearman's rank correlation.
+/// top-30 (1 - best / best of the top-n; 0 is no loss), Spearman's rank correlation (correct
+/// trials). `predictedFailed` ranks d.failedX: those take their place in the order, a trial each,
+/// and never reach the best. `searchTo95`: as `polyk-tune run --search=model` takes them, the
+/// defaults (trial 0) first, then the model's order (0 where trial 0 is not logged as correct).
 struct ModelReport {
-  long long trials = 0, to95 = 0, to100 = 0;
+  long long trials = 0, failed = 0, to95 = 0, to100 = 0, searchTo95 = 0;
   double best = 0, lop10 = 0, lop30 = 0, spearman = 0;
 };
-ModelReport judge(const ModelData &d, const std::vector<double> &predicted);
+ModelReport judge(const ModelData &d, const std::vector<double> &predicted, const std::vector<double> &predictedFailed = {});
 /// Writes `dir`/predicted.csv, best-so-far.csv and plots.gp (gnuplot: predicted vs measured, best
 /// so far by trial); returns the report's line.
 std::string writeReport(const ModelData &d, const std::vector<double> &predicted, const ModelReport &r, const std::string &dir);
