@@ -711,9 +711,13 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
   for (const auto &kc : s.kernels) {
     int k = (int)(&kc - s.kernels.data());
     if (mapBlockKernel(s, k)) {
-      if (opt.partition) throw UsageError("--partition: " + kc.name + " is a fused map kernel (--fusion=shared); not partitioned yet");
-      o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0]) + ") " + kc.name + "(" + params(s, true) + ") {\n" +
-           mapBlockCode(s, k, Dialect::Cuda) + "}\n\n";
+      // Under --partition, Matz's clone as for the other kernels: its blocks (P instances each,
+      // along x) start at polyk_boff.
+      bool split = splitPlan(s, k, AffineKernelIds{}, opt).split;
+      std::string code = mapBlockCode(s, k, Dialect::Cuda);
+      if (split) code = offsetMapBlocks(code);
+      o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0]) + ") " + kc.name + "(" +
+           (split ? "const polyk_idx polyk_boff, " : "") + params(s, true) + ") {\n" + code + "}\n\n";
       continue;
     }
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
@@ -850,10 +854,7 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   using BlockRange = std::function<std::string(char, const std::string &, const std::string &)>;
   auto blocksOnCpu = [&](const KernelConfig &kc, const BlockRange &range) {
     int k = (int)(&kc - s.kernels.data());
-    if (mapBlockKernel(s, k)) {
-      if (opt.partition) throw UsageError("--partition: " + kc.name + " is a fused map kernel (--fusion=shared); not partitioned yet");
-      return range('x', "bx", kc.grid[0]) + "  {\n" + mapBlockCode(s, k, Dialect::C) + "  }\n";
-    }
+    if (mapBlockKernel(s, k)) return range('x', "bx", kc.grid[0]) + "  {\n" + mapBlockCode(s, k, Dialect::C) + "  }\n";
     RegisterTile regs = registerTile(s, k, withRegisters.count(k) > 0);
     Staging staging = kernelStaging(s, bound, k, opt); // (the CUDA kernel's, run by one thread)
     WholeTiles wt = withRegisters.count(k) ? wholeTiles(s, bound, kc, k, staging) : WholeTiles();

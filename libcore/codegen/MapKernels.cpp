@@ -39,6 +39,13 @@ std::string list(const std::vector<long long> &v) {
 
 } // namespace
 
+std::string offsetMapBlocks(const std::string &code) {
+  size_t at = code.find(kMapBlockId);
+  if (at == std::string::npos || code.find(kMapBlockId, at + 1) != std::string::npos)
+    throw std::logic_error("a map kernel's code reads its block other than once");
+  return code.substr(0, at) + "(" + kMapBlockId + " + polyk_boff)" + code.substr(at + std::string(kMapBlockId).size());
+}
+
 std::string mapBlockCode(const Scop &s, int k, Dialect d) {
   const KernelConfig &kc = s.kernels.at(k);
   const KernelSizes sz = parseSizes(s.sizes, &s.at.sizes).at(k);
@@ -123,7 +130,7 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
   std::set<std::string> kept(kc.promoted.begin(), kc.promoted.end());
   kept.insert(rows.begin(), rows.end());
   for (const auto &t : kc.promoted) o += std::string("  ") + computeCType(s.tensor(t)->type) + " " + t + "_r;\n";
-  o += "  const polyk_idx polyk_p0 = " + std::string(cuda ? "(polyk_idx)blockIdx.x" : "bx") + " * " + std::to_string(P) + ";\n";
+  o += "  const polyk_idx polyk_p0 = " + std::string(cuda ? kMapBlockId : "bx") + " * " + std::to_string(P) + ";\n";
   for (size_t f = 0; f < dag.functions.size(); ++f) {
     const MapFunction &fn = dag.functions[f];
     const long long g = sz.threads[f];

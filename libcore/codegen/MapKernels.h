@@ -19,4 +19,9 @@ bool mapBlockKernel(const Scop &s, int k);
 /// by every thread of the block before the next, as the barriers order them on the GPU.
 std::string mapBlockCode(const Scop &s, int k, Dialect d);
 
+/// How the CUDA code reads its block's number (once: the block's first instance).
+inline constexpr const char *kMapBlockId = "(polyk_idx)blockIdx.x";
+/// The CUDA code with its blocks starting at polyk_boff (--partition: Matz's clone).
+std::string offsetMapBlocks(const std::string &code);
+
 } // namespace polyk::codegen

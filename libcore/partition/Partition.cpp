@@ -70,8 +70,13 @@ Partition partition(const Scop &bound) {
   // next step of an iterated program (Hotspot's Tn feeds T).
   std::map<std::string, std::string> feeds;
   for (const auto &[to, from] : bound.iterate.swaps) feeds[from] = to;
+  std::map<int, KernelSizes> sizes = parseSizes(bound.sizes, &bound.at.sizes);
   for (size_t k = 0; k < bound.kernels.size(); ++k) {
     const KernelConfig &kc = bound.kernels[k];
+    // A fused map kernel (its sizes give threads[..]) keeps its `shared` temporaries' rows in
+    // shared memory: they touch no device memory.
+    auto sz = sizes.find((int)k);
+    bool mapBlock = sz != sizes.end() && !sz->second.threads.empty();
     KernelPartition kp;
     kp.name = kc.name;
     isl::schedule_node mark = findMark(sched, "kernel_" + std::to_string(k)), blocks;
@@ -107,6 +112,9 @@ Partition partition(const Scop &bound) {
       if (const TensorDecl *decl = bound.tensor(t); decl && decl->padding && &into == &reads)
         a = a.intersect_range(isl::set(ctx, tensorBox(bound, *decl)));
       if (std::count(kc.promoted.begin(), kc.promoted.end(), t)) return; // in registers
+      if (const TensorDecl *decl = bound.tensor(t); mapBlock && decl && decl->role == Role::Temporary &&
+                                                    std::count(kc.shared.begin(), kc.shared.end(), t))
+        return; // a map kernel's rows in shared memory
       isl::union_map touched = toBlock.reverse().apply_range(isl::union_map(a));
       into[t] = into.count(t) ? into[t].unite(touched) : touched;
       if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);

@@ -2,11 +2,13 @@
 # The multi-device CUDA output of EXAMPLE (polyk-partition's model, polyk-emit --partition
 # --harness: the clone, enumerators, polyk_NAME_multi over CudaBackend) compiles with nvcc for sm_90.
 # Usage: check-nvcc-multi.sh EXAMPLE.yaml WORKDIR NVCC [mpi]
+# SCHEDULE_OPTS: polyk-schedule's options (default --time-tile=0).
 set -euo pipefail
 example=$1 work=$2 nvcc=$3
 name=$(basename "$example" .yaml).multi
 mkdir -p "$work"
-"$POLYK_BIN/polyk-flatten" "$example" | "$POLYK_BIN/polyk-schedule" --time-tile=0 | "$POLYK_BIN/polyk-bind" -o "$work/$name.bound.yaml"
+# shellcheck disable=SC2086
+"$POLYK_BIN/polyk-flatten" "$example" | "$POLYK_BIN/polyk-schedule" ${SCHEDULE_OPTS:---time-tile=0} | "$POLYK_BIN/polyk-bind" -o "$work/$name.bound.yaml"
 "$POLYK_BIN/polyk-partition" "$work/$name.bound.yaml" -o "$work/$name.partition.yaml"
 "$POLYK_BIN/polyk-emit" "$work/$name.bound.yaml" --partition "$work/$name.partition.yaml" --harness -o "$work/$name.cu"
 "$nvcc" -std=c++17 -O1 -arch=sm_90 -I"$POLYK_SRC/libcore/runtime" "$work/$name.cu" -o "$work/$name.cu.bin"
