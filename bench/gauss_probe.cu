@@ -27,6 +27,19 @@ __global__ void flat_k(int N, const float *__restrict__ A, const float *__restri
   B[(long long)i * N + j] = acc;
 }
 
+// Input row r of a thread's R outputs' windows (rows r - 4 .. r): its 5 values a[] into the up to 5
+// outputs whose windows hold it, each in the reference's order of products.
+template <int R>
+__device__ __forceinline__ void addRow(float (&acc)[R], const float (&a)[5], const float (&g)[25], int r) {
+#pragma unroll
+  for (int u = 4; u >= 0; --u) {
+    const int o = r - u;
+    if (o >= 0 && o < R)
+#pragma unroll
+      for (int v = 0; v < 5; ++v) acc[o] = acc[o] + a[v] * g[u * 5 + v];
+  }
+}
+
 // One column of R rows a thread; each input row's 5 values are loaded once (L1) and feed the up
 // to 5 outputs whose windows hold it.
 template <int R>
@@ -44,13 +57,7 @@ __global__ void __launch_bounds__(256) rows_k(int N, const float *__restrict__ A
     float a[5];
 #pragma unroll
     for (int v = 0; v < 5; ++v) a[v] = at(N, A, i0 + r - 2, j + v - 2);
-#pragma unroll
-    for (int u = 4; u >= 0; --u) {
-      const int o = r - u;
-      if (o >= 0 && o < R)
-#pragma unroll
-        for (int v = 0; v < 5; ++v) acc[o] = acc[o] + a[v] * g[u * 5 + v];
-    }
+    addRow<R>(acc, a, g, r);
   }
 #pragma unroll
   for (int o = 0; o < R; ++o)
@@ -77,13 +84,7 @@ __global__ void __launch_bounds__(256) shfl_k(int N, const float *__restrict__ A
     const float cu = __shfl_up_sync(~0u, c, 1), lod = __shfl_down_sync(~0u, lo, 1);
     const float cd = __shfl_down_sync(~0u, c, 1), hiu = __shfl_up_sync(~0u, hi, 1);
     float a[5] = {lo, lane >= 1 ? cu : lod, c, lane <= 30 ? cd : hiu, hi};
-#pragma unroll
-    for (int u = 4; u >= 0; --u) {
-      const int o = r - u;
-      if (o >= 0 && o < R)
-#pragma unroll
-        for (int v = 0; v < 5; ++v) acc[o] = acc[o] + a[v] * g[u * 5 + v];
-    }
+    addRow<R>(acc, a, g, r);
   }
   if (j >= N) return;
 #pragma unroll
@@ -122,13 +123,7 @@ __global__ void __launch_bounds__(TX * BY) smem_k(int N, const float *__restrict
     float a[5];
 #pragma unroll
     for (int v = 0; v < 5; ++v) a[v] = t[y0 + r][x + v + 2];
-#pragma unroll
-    for (int u = 4; u >= 0; --u) {
-      const int o = r - u;
-      if (o >= 0 && o < R)
-#pragma unroll
-        for (int v = 0; v < 5; ++v) acc[o] = acc[o] + a[v] * g[u * 5 + v];
-    }
+    addRow<R>(acc, a, g, r);
   }
   const int j = j0 + x;
   if (j >= N) return;
