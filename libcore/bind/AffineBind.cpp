@@ -411,7 +411,7 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
       // whose B took 48 KB alone: "uses too much shared data").
       auto bytes = [&] {
         long long b = 0;
-        for (const auto &t : sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, &kc.shared, kc.sharedLayout))
+        for (const auto &t : sharedTiles(in, stmts, prefix, parallelPoints(dom, n), n, &kc.shared, kc.sharedLayout, budget))
           b += t.bytes(dtypeBytes(in.tensor(t.tensor)->type));
         return b;
       };

@@ -178,7 +178,7 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     isl::set reduced = isl::manage(isl_set_project_out(m.range().release(), isl_dim_set, 0, members));
     oneCopy = oneCopy && isl_set_is_singleton(reduced.get()) == isl_bool_true;
   }
-  std::vector<SharedTile> out;
+  std::vector<SharedTile> out, widened;
   long long bytes = 0;
   for (const auto &name : order) {
     const TensorDecl *t = s.tensor(name);
@@ -215,7 +215,6 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     size_t n = tile.size.size();
     auto layout = layouts.find(name);
     if (layout != layouts.end()) tile.order = layout->second;
-    if (oneCopy) widenToVectors(tile, *t);
     // Bank padding (copyStrides): the innermost dim other than the last along which neighbouring
     // threads (along x) read.
     int column = -1;
@@ -226,8 +225,16 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     if (choose && bytes + b > limit) continue;
     bytes += b;
     out.push_back(tile);
+    SharedTile wide = tile;
+    if (oneCopy) widenToVectors(wide, *t);
+    copyStrides(wide, column, dtypeBytes(t->type));
+    widened.push_back(wide);
   }
-  return out;
+  // The tiles widened to whole vectors where all of them still fit `limit` (polyk-bind's budget,
+  // the same in polyk-emit: both take the same tiles); else as they are.
+  long long wideBytes = 0;
+  for (const auto &w : widened) wideBytes += w.bytes(dtypeBytes(s.tensor(w.tensor)->type));
+  return wideBytes <= limit ? widened : out;
 }
 
 std::vector<int> runLayout(const Scop &s, const std::vector<std::string> &stmts, const SharedTile &tile, const isl::union_map &prefix,
@@ -281,8 +288,10 @@ std::vector<SharedTile> stagedTiles(const Scop &s, const isl::schedule &bound, i
   isl::union_map p = stagingPrefix(tileBand, kTiles);
   if (prefix) *prefix = p;
   try {
+    std::map<int, KernelSizes> sizes = parseSizes(s.sizes, &s.at.sizes);
+    long long budget = sizes.count(k) ? sharedBudget(sizes.at(k)) : kStaticShared;
     return sharedTiles(s, below, p, isl::union_map::empty(islCtx()), tileBand.as<isl::schedule_node_band>().n_member(), &kc.shared,
-                       kc.sharedLayout);
+                       kc.sharedLayout, budget);
   } catch (const std::logic_error &e) {
     fail(kc.at.kernel, kc.name + ": " + e.what());
   }

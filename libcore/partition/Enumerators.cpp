@@ -21,19 +21,31 @@ namespace {
 
 struct RunCallbacks {
   isl_pw_aff *first = nullptr, *last = nullptr; // row -> innermost index
-  std::string linear;                            // the row's offset, in c0, c1, ... (its loop iterators)
+  std::vector<std::string> extents;              // the tensor's extents (C)
 
-  /// At each row: the run's first and last offsets as C of the loop iterators, the annotation.
+  /// At each row: its offset (row-major over the tensor's shape) and the run's first and last
+  /// innermost indices, as C of the loop iterators: the annotation "row|first|last". The row's
+  /// indices come from the AST (a dim of one value has no loop, so no iterator to name).
   static isl_ast_node *atRow(isl_ast_node *node, isl_ast_build *build, void *user) {
     auto *self = static_cast<RunCallbacks *>(user);
     isl_union_map *sched = isl_ast_build_get_schedule(build);
     isl_map *inverse = isl_map_reverse(isl_map_from_union_map(sched));
     isl_pw_multi_aff *back = isl_pw_multi_aff_from_map(inverse);
-    std::string text;
+    std::string row = "0";
+    for (size_t d = 0; d < self->extents.size(); ++d) {
+      std::string index;
+      if (d + 1 < self->extents.size()) {
+        isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, isl_pw_multi_aff_get_pw_aff(back, (int)d));
+        index = " + (" + islExprToC(e) + ")";
+        isl_ast_expr_free(e);
+      }
+      row = "(" + row + ") * " + self->extents[d] + index;
+    }
+    std::string text = row;
     for (isl_pw_aff *pa : {self->first, self->last}) {
       isl_pw_aff *at = isl_pw_aff_pullback_pw_multi_aff(isl_pw_aff_copy(pa), isl_pw_multi_aff_copy(back));
       isl_ast_expr *e = isl_ast_build_expr_from_pw_aff(build, at);
-      text += (text.empty() ? "" : "|") + islExprToC(e);
+      text += "|" + islExprToC(e);
       isl_ast_expr_free(e);
     }
     isl_pw_multi_aff_free(back);
@@ -42,28 +54,26 @@ struct RunCallbacks {
 };
 
 /// The C of an AST (loops and guards as isl prints them; each row a call of `run`).
-std::string printRuns(isl_ast_node *tree, const std::string &rowOffset) {
+std::string printRuns(isl_ast_node *tree) {
   isl_printer *p = isl_printer_to_str(isl_ast_node_get_ctx(tree));
   p = isl_printer_set_output_format(p, ISL_FORMAT_C);
   p = isl_printer_set_indent(p, 2);
   isl_ast_print_options *opt = isl_ast_print_options_alloc(isl_ast_node_get_ctx(tree));
-  std::string offset = rowOffset;
   opt = isl_ast_print_options_set_print_user(
       opt,
-      [](isl_printer *p, isl_ast_print_options *o, isl_ast_node *node, void *user) -> isl_printer * {
-        const std::string &row = *static_cast<const std::string *>(user);
+      [](isl_printer *p, isl_ast_print_options *o, isl_ast_node *node, void *) -> isl_printer * {
         isl_id *id = isl_ast_node_get_annotation(node);
         std::string text = id ? isl_id_get_name(id) : "";
         isl_id_free(id);
-        size_t bar = text.find('|');
-        std::string a = text.substr(0, bar), b = bar == std::string::npos ? a : text.substr(bar + 1);
+        size_t bar = text.find('|'), bar2 = text.find('|', bar + 1);
+        std::string row = text.substr(0, bar), a = text.substr(bar + 1, bar2 - bar - 1), b = text.substr(bar2 + 1);
         p = isl_printer_start_line(p);
         p = isl_printer_print_str(p, ("run(" + row + " + (" + a + "), " + row + " + (" + b + "), user);").c_str());
         p = isl_printer_end_line(p);
         isl_ast_print_options_free(o);
         return p;
       },
-      &offset);
+      nullptr);
   p = isl_ast_node_print(tree, p, opt);
   char *s = isl_printer_get_str(p);
   std::string out = s ? s : "";
@@ -144,12 +154,7 @@ std::string emitEnumerators(const Partition &part, const Scop &bound) {
         isl_multi_aff_free(inner);
         domain = elems;
       }
-      // A row's offset: row-major over the tensor's shape, in the AST's iterators c0, c1, ...
-      std::string rowOffset = "0";
-      for (unsigned d = 0; d < rank; ++d) {
-        std::string extent = t->shape[d].str();
-        rowOffset = "(" + rowOffset + ") * " + extent + (d + 1 < rank ? " + c" + std::to_string(d) : "");
-      }
+      for (unsigned d = 0; d < rank; ++d) cb.extents.push_back(t->shape[d].str());
       isl_union_map *sched = isl_union_map_from_map(isl_map_identity(isl_space_map_from_set(domain.get_space().release())));
       sched = isl_union_map_intersect_domain(sched, isl_union_set_from_set(domain.copy()));
       isl_ast_build *build = isl_ast_build_from_context(isl_set_universe(isl_set_get_space(isl_set_params(domain.copy()))));
@@ -160,7 +165,7 @@ std::string emitEnumerators(const Partition &part, const Scop &bound) {
         << (exact ? ", runs exact" : perElement ? ", an element per run (the rows have gaps)" : ", runs span the rows' gaps") << " */\n";
       o << head;
       o << "  (void)run; (void)user;\n";
-      o << printRuns(tree, rowOffset) << "}\n\n";
+      o << printRuns(tree) << "}\n\n";
       isl_ast_node_free(tree);
       isl_pw_aff_free(cb.first);
       isl_pw_aff_free(cb.last);

@@ -38,10 +38,10 @@ ModelData modelData(const std::string &programText, const std::string &programFi
   d.device = h.device;
   d.program = h.program;
   SpaceModel model(d.space);
-  for (const Trial &t : trials) {
-    bool ok = t.status == TrialStatus::Ok && t.us > 0;
-    // name=value over the derived space; a parameter the log's (edited) space left out keeps its
-    // default, or where polyk-tune added it after the log was written, the value its trials ran with.
+  // A trial's configuration over the derived space: name=value; a parameter the log's (edited)
+  // space left out keeps its default, or where polyk-tune added it after the log was written, the
+  // value its trials ran with.
+  auto configOf = [&](const Trial &t) {
     std::vector<long long> v = model.defaults();
     for (size_t i = 0; i < d.space.params.size(); ++i)
       if (t.key.rfind(d.space.params[i].name + "=", 0) != 0 && t.key.find(" " + d.space.params[i].name + "=") == std::string::npos)
@@ -57,12 +57,20 @@ ModelData modelData(const std::string &programText, const std::string &programFi
       v[i] = std::stoll(item.substr(eq + 1));
     }
     model.complete(v);
-    if (!ok) {
-      d.failedX.push_back(features(d.shapes, d.space, v));
-      d.failedIndex.push_back(t.index);
+    return v;
+  };
+  for (const Trial &t : trials) {
+    if (t.status != TrialStatus::Ok || t.us <= 0) {
+      // The others, for the report's count; one no features describe (a violated constraint's
+      // sizes, a parameter the space lacks) is left out, as before they all were.
+      try {
+        d.failedX.push_back(features(d.shapes, d.space, configOf(t)));
+        d.failedIndex.push_back(t.index);
+      } catch (const std::exception &) {
+      }
       continue;
     }
-    d.x.push_back(features(d.shapes, d.space, v));
+    d.x.push_back(features(d.shapes, d.space, configOf(t)));
     d.us.push_back(t.us);
     d.keys.push_back(t.key);
     d.index.push_back(t.index);
@@ -74,7 +82,6 @@ ModelReport judge(const ModelData &d, const std::vector<double> &predicted, cons
   ModelReport r;
   size_t n = d.us.size();
   r.trials = (long long)n;
-  if (n == 0) return r;
   // Every trial's time and prediction: the correct ones, then the others (never the best).
   std::vector<double> us(d.us), pred(predicted);
   std::vector<int> index(d.index);
@@ -84,6 +91,7 @@ ModelReport judge(const ModelData &d, const std::vector<double> &predicted, cons
     index.push_back(d.failedIndex[i]);
   }
   r.failed = (long long)(us.size() - n);
+  if (n == 0) return r;
   // The model's order; configurations it predicts alike come slowest first (a tie is no credit).
   std::vector<size_t> order(us.size());
   std::iota(order.begin(), order.end(), 0);
@@ -97,9 +105,9 @@ ModelReport judge(const ModelData &d, const std::vector<double> &predicted, cons
     if (k + 1 == 10 || (k + 1 < 10 && k + 1 == order.size())) r.lop10 = 1 - r.best / seen;
     if (k + 1 == 30 || (k + 1 < 30 && k + 1 == order.size())) r.lop30 = 1 - r.best / seen;
   }
-  // The search's own order: the defaults, then the others in the model's.
-  auto defaults = std::find(index.begin(), index.begin() + (long)n, 0);
-  if (defaults != index.begin() + (long)n) {
+  // The search's own order: the defaults (correct or not), then the others in the model's.
+  auto defaults = std::find(index.begin(), index.end(), 0);
+  if (defaults != index.end()) {
     size_t first = (size_t)(defaults - index.begin());
     seen = us[first];
     long long k = 1;

@@ -170,9 +170,22 @@ TEST(TuneModel, JudgeCountsFailedTrialsAndTheSearchsOwnOrder) {
   d.us[0] = 104;
   r = judge(d, perfect, {1000, 1000, 1000});
   EXPECT_EQ(r.searchTo95, 1);
-  // Without the defaults among the correct trials: no search count.
+  // The defaults failed (trial 0 among the others): the search spends trial 1 on them, then
+  // follows the model's order.
   d.index[0] = 20;
-  EXPECT_EQ(judge(d, perfect).searchTo95, 0);
+  d.failedIndex = {0, 11, 12};
+  r = judge(d, perfect, {1000, 1000, 1000});
+  EXPECT_EQ(r.searchTo95, 2); // the failed defaults, then trial 1 (101 us)
+  // No trial 0 in the log: no search count. No correct trial: the others still counted.
+  d.failedIndex = {10, 11, 12};
+  EXPECT_EQ(judge(d, perfect, {1, 2, 3}).searchTo95, 0);
+  ModelData none;
+  none.failedX.assign(2, {});
+  none.failedIndex = {0, 1};
+  ModelReport empty = judge(none, {}, {1, 2});
+  EXPECT_EQ(empty.trials, 0);
+  EXPECT_EQ(empty.failed, 2);
+  EXPECT_EQ(empty.searchTo95, 0);
 }
 
 TEST(TuneModel, BoxesHoldHalosStridesAndSeveralReads) {

@@ -55,7 +55,9 @@ struct SharedTile {
 /// tensors' tiles, in that order (an InputError-free logic_error where one has no fixed-size box).
 /// Without: the tensors worth staging, in declaration order: read and not written there, not
 /// scalars, read by several points of the parallel band (so several threads share each element),
-/// with a fixed-size box; as many as fit in `limit` bytes.
+/// with a fixed-size box; as many as fit in `limit` bytes. Where a block copies once (one reduced
+/// tile), f32 tiles are then widened to whole aligned 16-byte vectors if all of them still fit
+/// `limit` (so polyk-bind and polyk-emit, passing the kernel's budget, take the same boxes).
 std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
                                     const isl::union_map &parallel, unsigned members,
                                     const std::vector<std::string> *tensors,

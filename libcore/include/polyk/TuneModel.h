@@ -120,7 +120,8 @@ ModelData modelData(const std::string &programText, const std::string &programFi
 /// top-30 (1 - best / best of the top-n; 0 is no loss), Spearman's rank correlation (correct
 /// trials). `predictedFailed` ranks d.failedX: those take their place in the order, a trial each,
 /// and never reach the best. `searchTo95`: as `polyk-tune run --search=model` takes them, the
-/// defaults (trial 0) first, then the model's order (0 where trial 0 is not logged as correct).
+/// defaults (trial 0, correct or not) first, then the model's order (0 where the log lacks trial 0
+/// or no trial is correct).
 struct ModelReport {
   long long trials = 0, failed = 0, to95 = 0, to100 = 0, searchTo95 = 0;
   double best = 0, lop10 = 0, lop30 = 0, spearman = 0;
