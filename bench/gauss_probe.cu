@@ -3,6 +3,7 @@
 // compared with the plain one-point-a-thread kernel (same order of the 25 products).
 //   nvcc -O3 -arch=sm_90 bench/gauss_probe.cu -o gp && ./gp [N]
 #include <cuda_runtime.h>
+#include "probe.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,11 @@ __global__ void flat_k(int N, const float *__restrict__ A, const float *__restri
 
 // Input row r of a thread's R outputs' windows (rows r - 4 .. r): its 5 values a[] into the up to 5
 // outputs whose windows hold it, each in the reference's order of products.
+__device__ __forceinline__ void loadWeights(const float *__restrict__ G, float (&g)[25]) {
+#pragma unroll
+  for (int k = 0; k < 25; ++k) g[k] = __ldg(G + k);
+}
+
 template <int R>
 __device__ __forceinline__ void addRow(float (&acc)[R], const float (&a)[5], const float (&g)[25], int r) {
 #pragma unroll
@@ -40,25 +46,33 @@ __device__ __forceinline__ void addRow(float (&acc)[R], const float (&a)[5], con
   }
 }
 
-// One column of R rows a thread; each input row's 5 values are loaded once (L1) and feed the up
-// to 5 outputs whose windows hold it.
-template <int R>
-__global__ void __launch_bounds__(256) rows_k(int N, const float *__restrict__ A, const float *__restrict__ G, float *__restrict__ B) {
-  float g[25];
-#pragma unroll
-  for (int k = 0; k < 25; ++k) g[k] = __ldg(G + k);
-  const int j = blockIdx.x * blockDim.x + threadIdx.x, i0 = (blockIdx.y * blockDim.y + threadIdx.y) * R;
-  if (j >= N || i0 >= N) return;
-  float acc[R];
+// A thread's R outputs (rows r - 4 .. r of each window): the R + 4 input rows that `row(r, a)`
+// gives, each into the outputs whose windows hold it.
+template <int R, class Row>
+__device__ __forceinline__ void windowSum(float (&acc)[R], const float (&g)[25], Row row) {
 #pragma unroll
   for (int o = 0; o < R; ++o) acc[o] = 0.f;
 #pragma unroll
   for (int r = 0; r < R + 4; ++r) {
     float a[5];
-#pragma unroll
-    for (int v = 0; v < 5; ++v) a[v] = at(N, A, i0 + r - 2, j + v - 2);
+    row(r, a);
     addRow<R>(acc, a, g, r);
   }
+}
+
+// One column of R rows a thread; each input row's 5 values are loaded once (L1) and feed the up
+// to 5 outputs whose windows hold it.
+template <int R>
+__global__ void __launch_bounds__(256) rows_k(int N, const float *__restrict__ A, const float *__restrict__ G, float *__restrict__ B) {
+  float g[25];
+  loadWeights(G, g);
+  const int j = blockIdx.x * blockDim.x + threadIdx.x, i0 = (blockIdx.y * blockDim.y + threadIdx.y) * R;
+  if (j >= N || i0 >= N) return;
+  float acc[R];
+  windowSum<R>(acc, g, [&](int r, float(&a)[5]) {
+#pragma unroll
+    for (int v = 0; v < 5; ++v) a[v] = at(N, A, i0 + r - 2, j + v - 2);
+  });
 #pragma unroll
   for (int o = 0; o < R; ++o)
     if (i0 + o < N) B[(long long)(i0 + o) * N + j] = acc[o];
@@ -69,23 +83,18 @@ __global__ void __launch_bounds__(256) rows_k(int N, const float *__restrict__ A
 template <int R>
 __global__ void __launch_bounds__(256) shfl_k(int N, const float *__restrict__ A, const float *__restrict__ G, float *__restrict__ B) {
   float g[25];
-#pragma unroll
-  for (int k = 0; k < 25; ++k) g[k] = __ldg(G + k);
+  loadWeights(G, g);
   const int lane = threadIdx.x & 31;
   const int j = blockIdx.x * blockDim.x + threadIdx.x, i0 = (blockIdx.y * blockDim.y + threadIdx.y) * R;
   if (i0 >= N) return;  // whole warps leave together (i0 is the warp's)
   float acc[R];
-#pragma unroll
-  for (int o = 0; o < R; ++o) acc[o] = 0.f;
-#pragma unroll
-  for (int r = 0; r < R + 4; ++r) {
+  windowSum<R>(acc, g, [&](int r, float(&a)[5]) {
     const int i = i0 + r - 2;
     const float lo = at(N, A, i, j - 2), c = at(N, A, i, j), hi = at(N, A, i, j + 2);
     const float cu = __shfl_up_sync(~0u, c, 1), lod = __shfl_down_sync(~0u, lo, 1);
     const float cd = __shfl_down_sync(~0u, c, 1), hiu = __shfl_up_sync(~0u, hi, 1);
-    float a[5] = {lo, lane >= 1 ? cu : lod, c, lane <= 30 ? cd : hiu, hi};
-    addRow<R>(acc, a, g, r);
-  }
+    a[0] = lo, a[1] = lane >= 1 ? cu : lod, a[2] = c, a[3] = lane <= 30 ? cd : hiu, a[4] = hi;
+  });
   if (j >= N) return;
 #pragma unroll
   for (int o = 0; o < R; ++o)
@@ -99,8 +108,7 @@ __global__ void __launch_bounds__(TX * BY) smem_k(int N, const float *__restrict
   constexpr int W = TX + 8;  // 4 columns each side keep the rows' 16-byte alignment
   __shared__ __align__(16) float t[TY + 4][W];
   float g[25];
-#pragma unroll
-  for (int k = 0; k < 25; ++k) g[k] = __ldg(G + k);
+  loadWeights(G, g);
   const int j0 = blockIdx.x * TX, i0 = blockIdx.y * TY;
   const int tid = threadIdx.y * TX + threadIdx.x;
   const bool inner = j0 >= 4 && j0 + TX + 4 <= N && (N % 4) == 0;
@@ -116,25 +124,15 @@ __global__ void __launch_bounds__(TX * BY) smem_k(int N, const float *__restrict
   constexpr int R = TY / BY;
   const int x = threadIdx.x, y0 = threadIdx.y * R;
   float acc[R];
-#pragma unroll
-  for (int o = 0; o < R; ++o) acc[o] = 0.f;
-#pragma unroll
-  for (int r = 0; r < R + 4; ++r) {
-    float a[5];
+  windowSum<R>(acc, g, [&](int r, float(&a)[5]) {
 #pragma unroll
     for (int v = 0; v < 5; ++v) a[v] = t[y0 + r][x + v + 2];
-    addRow<R>(acc, a, g, r);
-  }
+  });
   const int j = j0 + x;
   if (j >= N) return;
 #pragma unroll
   for (int o = 0; o < R; ++o)
     if (i0 + y0 + o < N) B[(long long)(i0 + y0 + o) * N + j] = acc[o];
-}
-
-static float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int main(int argc, char **argv) {
@@ -155,9 +153,6 @@ int main(int argc, char **argv) {
   flat_k<<<dim3((N + 31) / 32, (N + 7) / 8), dim3(32, 8)>>>(N, A, G, R);
   std::vector<float> ref(n), out(n);
   cudaMemcpy(ref.data(), R, n * 4, cudaMemcpyDeviceToHost);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   auto time = [&](const char *name, auto launch, bool check) {
     cudaMemset(B, 0, n * 4);
     launch();
@@ -167,18 +162,8 @@ int main(int argc, char **argv) {
       cudaMemcpy(out.data(), B, n * 4, cudaMemcpyDeviceToHost);
       for (size_t p = 0; p < n; ++p) err = std::max(err, (double)std::fabs(out[p] - ref[p]));
     }
-    std::vector<float> us;
-    for (int r = 0; r < 30; ++r) {
-      cudaMemsetAsync(flush, r, 256 << 20);
-      cudaEventRecord(e0);
-      launch();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      us.push_back(ms * 1000);
-    }
-    printf("%-22s %-4s max_err=%.2e median_us=%8.2f\n", name, !check ? "-" : err < 1e-5 ? "PASS" : "FAIL", err, median(us));
+    const float us = probeMedianUs(flush, 256 << 20, launch);
+    printf("%-22s %-4s max_err=%.2e median_us=%8.2f\n", name, !check ? "-" : err < 1e-5 ? "PASS" : "FAIL", err, us);
   };
   time("copy", [&] { copy_k<<<132 * 16, 256>>>((long long)(n / 4), (const float4 *)A, (float4 *)B); }, false);
   time("flat32x8", [&] { flat_k<<<dim3((N + 31) / 32, (N + 7) / 8), dim3(32, 8)>>>(N, A, G, B); }, true);

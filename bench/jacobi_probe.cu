@@ -3,6 +3,7 @@
 // bit for bit with the plain one-point-a-thread kernel (same expression order).
 //   nvcc -O3 -arch=sm_90 bench/jacobi_probe.cu -o jp && ./jp [N]
 #include <cuda_runtime.h>
+#include "probe.h"
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -86,11 +87,6 @@ __global__ void __launch_bounds__(BX * BY) smem_k(int N, const float *__restrict
   }
 }
 
-static float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int main(int argc, char **argv) {
   const int N = argc > 1 ? atoi(argv[1]) : 512;
   const size_t n = (size_t)N * N * N;
@@ -108,9 +104,6 @@ int main(int argc, char **argv) {
   flat_k<<<flatBlocks, 256>>>(N, A, R);
   std::vector<float> ref(n), out(n);
   cudaMemcpy(ref.data(), R, n * 4, cudaMemcpyDeviceToHost);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   auto time = [&](const char *name, auto launch, bool check) {
     cudaMemset(B, 0, n * 4);
     launch();
@@ -127,18 +120,8 @@ int main(int argc, char **argv) {
           }
       verdict = bad ? "FAIL" : "PASS";
     }
-    std::vector<float> us;
-    for (int r = 0; r < 30; ++r) {
-      cudaMemsetAsync(flush, r, 256 << 20);
-      cudaEventRecord(e0);
-      launch();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      us.push_back(ms * 1000);
-    }
-    printf("%-22s %-4s median_us=%8.2f\n", name, verdict, median(us));
+    const float us = probeMedianUs(flush, 256 << 20, launch);
+    printf("%-22s %-4s median_us=%8.2f\n", name, verdict, us);
   };
   time("copy", [&] { copy_k<<<132 * 16, 256>>>((int)(n / 4), (const float4 *)A, (float4 *)B); }, false);
   time("flat256", [&] { flat_k<<<flatBlocks, 256>>>(N, A, B); }, true);

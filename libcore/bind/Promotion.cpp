@@ -129,13 +129,8 @@ void widenToVectors(SharedTile &tile, const TensorDecl &tensor) {
   if (tensor.type != DType::F32 || tile.inner() != n - 1) return;
   if (tensor.shape[n - 1].param.empty() && tensor.shape[n - 1].value % 4 != 0) return;
   isl::aff first = tile.offset.get_at((int)n - 1);
-  if (isl_aff_dim(first.get(), isl_dim_div) != 0) return;
-  auto multipleOf4 = [](isl::val v) { return v.is_int() && v.get_num_si() % 4 == 0; };
-  for (auto type : {isl_dim_in, isl_dim_param})
-    for (int i = 0; i < (int)isl_aff_dim(first.get(), type); ++i)
-      if (!multipleOf4(isl::manage(isl_aff_get_coefficient_val(first.get(), type, i)))) return;
   isl::val c = first.get_constant_val();
-  if (!c.is_int()) return;
+  if (!quadAligned(first) || !c.is_int()) return;
   long long shift = ((c.get_num_si() % 4) + 4) % 4, size = tile.size[n - 1];
   long long wide = (size + shift + 3) / 4 * 4;
   if (wide == size || 4 * (wide - size) > size) return;
@@ -144,6 +139,16 @@ void widenToVectors(SharedTile &tile, const TensorDecl &tensor) {
 }
 
 } // namespace
+
+bool quadAligned(const isl::aff &first) {
+  if (isl_aff_dim(first.get(), isl_dim_div) != 0) return false;
+  for (auto type : {isl_dim_in, isl_dim_param})
+    for (int i = 0; i < (int)isl_aff_dim(first.get(), type); ++i) {
+      isl::val v = isl::manage(isl_aff_get_coefficient_val(first.get(), type, i));
+      if (!v.is_int() || v.get_num_si() % 4 != 0) return false;
+    }
+  return true;
+}
 
 std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string> &stmts, const isl::union_map &prefix,
                                     const isl::union_map &parallel, unsigned members,
@@ -225,11 +230,13 @@ std::vector<SharedTile> sharedTiles(const Scop &s, const std::vector<std::string
     if (choose && bytes + b > limit) continue;
     bytes += b;
     out.push_back(tile);
+    if (!oneCopy) continue;
     SharedTile wide = tile;
-    if (oneCopy) widenToVectors(wide, *t);
+    widenToVectors(wide, *t);
     copyStrides(wide, column, dtypeBytes(t->type));
     widened.push_back(wide);
   }
+  if (!oneCopy) return out;
   // The tiles widened to whole vectors where all of them still fit `limit` (polyk-bind's budget,
   // the same in polyk-emit: both take the same tiles); else as they are.
   long long wideBytes = 0;

@@ -43,11 +43,8 @@ bool vectorCopy(const SharedTile &t, const TensorDecl &tensor, Dialect d, std::s
             (!tensor.shape[n - 1].param.empty() || tensor.shape[n - 1].value % 4 == 0);
   if (ok) {
     isl::aff first = t.offset.get_at((int)n - 1);
-    auto multipleOf4 = [](isl::val v) { return v.is_int() && v.get_num_si() % 4 == 0; };
-    ok = isl_aff_dim(first.get(), isl_dim_div) == 0 && multipleOf4(first.get_constant_val());
-    for (auto type : {isl_dim_in, isl_dim_param})
-      for (int i = 0; ok && i < (int)isl_aff_dim(first.get(), type); ++i)
-        ok = multipleOf4(isl::manage(isl_aff_get_coefficient_val(first.get(), type, i)));
+    isl::val c = first.get_constant_val();
+    ok = quadAligned(first) && c.is_int() && c.get_num_si() % 4 == 0;
   }
   if (ok && runtime) {
     *runtime = "((uintptr_t)" + t.tensor + " & 15) == 0";

@@ -49,6 +49,11 @@ struct SharedTile {
   }
 };
 
+/// Whether `first` (a tile's first element along a dim, a function of the bands above it) is a
+/// multiple of 4 at every point but for its constant: no divisions, every coefficient a multiple
+/// of 4. Such a tile can be copied in aligned 16-byte vectors (from its constant's multiple of 4).
+bool quadAligned(const isl::aff &first);
+
 /// The staged tiles of the statements `stmts` of a kernel, below the bands whose values `prefix`
 /// gives for each of their instances; `parallel` maps each instance to its point of the kernel's
 /// parallel band (`members` members, the last on threadIdx.x). With `tensors` given: those
