@@ -118,11 +118,14 @@ def einsum(spec, shapes, flops):
     return f, tuple(ts), flops, 0
 
 
-def conv(K, C, X, Fs, s):
+def conv(K, C, X, Fs, s, N=1, nhwc=False):
+    """cuDNN's conv2d; N images; NHWC: input and weights channels_last (cuDNN's NHWC kernels)."""
     p = Fs // 2
     out = (X + 2 * p - Fs) // s + 1
-    I, W = rnd(1, C, X, X), rnd(K, C, Fs, Fs)
-    return (lambda I, W: F.conv2d(I, W, stride=s, padding=p)), (I, W), 2 * K * C * Fs * Fs * out * out, 0
+    I, W = rnd(N, C, X, X), rnd(K, C, Fs, Fs)
+    if nhwc:
+        I, W = I.to(memory_format=torch.channels_last), W.to(memory_format=torch.channels_last)
+    return (lambda I, W: F.conv2d(I, W, stride=s, padding=p)), (I, W), 2 * N * K * C * Fs * Fs * out * out, 0
 
 
 def nbody(N=65536):
@@ -196,6 +199,9 @@ CASES = {
 }
 for name, K, C, X, Fs, s in LAYERS:
     CASES["conv_" + name] = ((lambda K=K, C=C, X=X, Fs=Fs, s=s: conv(K, C, X, Fs, s)), "cuDNN")
+    if name in ("r2", "r9", "r12", "y8"):  # examples/conv/layouts
+        CASES[f"conv_{name}_n8"] = ((lambda K=K, C=C, X=X, Fs=Fs, s=s: conv(K, C, X, Fs, s, N=8)), "cuDNN")
+        CASES[f"conv_{name}_nhwc"] = ((lambda K=K, C=C, X=X, Fs=Fs, s=s: conv(K, C, X, Fs, s, nhwc=True)), "cuDNN")
 
 
 def ceilings():
@@ -213,6 +219,7 @@ def main():
     table, out_csv = sys.argv[1], sys.argv[2]
     use_compile = "--no-compile" not in sys.argv
     only = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")]
+    exact = [a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--exact=")]
     polyk = {}
     for line in open(table):
         m = re.match(r"(\S+)\s+(PASS|FAIL|UNCHECKED)\S*\s+(\S+)\s+(\S+)", line)
@@ -227,6 +234,8 @@ def main():
     rows = []
     for name, (make, peer) in CASES.items():
         if only and not any(name.startswith(p) for p in only[0]):
+            continue
+        if exact and name not in exact[0]:
             continue
         fn, args, flops, nbytes = make()
         eager = float("nan") if peer == "compile" else do_bench(lambda: fn(*args), return_mode="median") * 1000

@@ -11,17 +11,19 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
 dir=${2:-build/conv}
-layers=$(ls examples/conv/[a-z][0-9]*.yaml | xargs -n1 basename | sed 's/\.yaml$//')
+# CONV_SRC: the programs' folder (examples/conv/layouts: batch 8 and NHWC of four layers).
+src=${CONV_SRC:-examples/conv}
+layers=$(ls "$src"/[a-z][0-9]*.yaml | xargs -n1 basename | sed 's/\.yaml$//')
 if [ "$mode" = prepare ]; then
   rm -rf "$dir" && mkdir -p "$dir"
   : > "$dir/list.txt"
   for l in $layers; do
-    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "examples/conv/$l.yaml" "$dir/conv_$l.cu" --harness || exit 1
-    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "examples/conv/$l.yaml" "$dir/conv_$l.det.cu" --harness --determinism=run_to_run || exit 1
+    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$src/$l.yaml" "$dir/conv_$l.cu" --harness || exit 1
+    POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$src/$l.yaml" "$dir/conv_$l.det.cu" --harness --determinism=run_to_run || exit 1
     echo "conv_$l 1 10" >> "$dir/list.txt"
     echo "conv_$l.det 1 3" >> "$dir/list.txt"
     if [ -n "${OLD_BIN:-}" ]; then
-      POLYK_BIN=$OLD_BIN pipelines/compile.sh "examples/conv/$l.yaml" "$dir/conv_${l}_old.cu" --harness || exit 1
+      POLYK_BIN=$OLD_BIN pipelines/compile.sh "$src/$l.yaml" "$dir/conv_${l}_old.cu" --harness || exit 1
       echo "conv_${l}_old 1 10 check=0" >> "$dir/list.txt"
     fi
   done
@@ -36,7 +38,7 @@ grep ' FAIL \|TIMEOUT' "$out/conv-run.txt"
 # The table bench/affine_peers.py reads: NAME RESULT MAX_ERR MEDIAN_US.
 awk '{r=""; e=""; t=""; for (i = 2; i <= NF; i++) { if ($i ~ /^(PASS|FAIL|UNCHECKED)$/ && r == "") r = $i; if ($i ~ /^max_err=/) e = substr($i, 9); if ($i ~ /^median_us=/) t = substr($i, 11) }
       if ($1 !~ /_old$/) print $1, r, e, t}' "$out/conv-run.txt" > "$out/conv-table.txt"
-python3 bench/affine_peers.py "$out/conv-table.txt" "$out/conv.csv" --no-compile --only=conv_ | tail -21
+python3 bench/affine_peers.py "$out/conv-table.txt" "$out/conv.csv" --no-compile --exact="$(echo $layers | sed 's/\([^ ]*\)/conv_\1/g; s/ /,/g')" | tail -21
 python3 - "$out/conv.csv" "$out/conv-run.txt" <<'EOF'
 import csv, math, re, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

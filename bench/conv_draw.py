@@ -10,6 +10,8 @@ or 5 (probabilities 0.2, 0.6, 0.2), stride 1 (0.75) or 2, zero padding F/2, batc
                       layer its default; where the default splits C, the same tile unsplit; where
                       it does not but the reduction is long (>= 2048) and the layer has no register tiles, the
                       rule's split forced
+                   (DIR/build/NAME_old, `NAME_old 1 10 check=0` in its list: another build's
+                   defaults, timed beside them, shown as `old us`)
   on the GPU:      bench/run-list.sh DIR/build DIR/build/list.txt OUT/run.txt, then
                    python3 bench/conv_draw.py peers DIR OUT/run.txt   (cuDNN in the same process)
 """
@@ -91,10 +93,10 @@ def peers(d, run):
     import affine_peers as ap  # TF32 off, cudnn.benchmark on, do_bench
     polyk = {}
     for line in open(run):
-        m = re.match(r"(\S+)\s.*?\s(PASS|FAIL) .*median_us=(\S+)", line)
+        m = re.match(r"(\S+)\s.*?\s(PASS|FAIL|UNCHECKED) .*median_us=(\S+)", line)
         if m:
             polyk[m.group(1)] = (m.group(2), float(m.group(3)))
-    print(f"{'layer':12} {'K':>5} {'C':>5} {'X':>3} {'F':>2} {'s':>2} {'default us':>11} {'unsplit us':>11} {'split us':>9} {'cuDNN us':>9} "
+    print(f"{'layer':12} {'K':>5} {'C':>5} {'X':>3} {'F':>2} {'s':>2} {'default us':>11} {'old us':>8} {'unsplit us':>11} {'split us':>9} {'cuDNN us':>9} "
           f"{'cuDNN/polyk':>11}  result")
     ratios = []
     for f in sorted(os.listdir(d)):
@@ -106,9 +108,10 @@ def peers(d, run):
         cudnn = ap.do_bench(lambda: fn(*args), return_mode="median") * 1000
         res, us = polyk.get(name, ("MISSING", float("nan")))
         un = polyk.get(name + "_unsplit", ("", float("nan")))[1]
+        old = polyk.get(name + "_old", ("", float("nan")))[1]
         forced = polyk.get(name + "_split", ("", float("nan")))[1]
         ratios.append(cudnn / us)
-        print(f"{name:12} {K:5} {C:5} {X:3} {Fs:2} {s:2} {us:11.1f} {un:11.1f} {forced:9.1f} {cudnn:9.1f} {cudnn / us:11.3f}  {res}")
+        print(f"{name:12} {K:5} {C:5} {X:3} {Fs:2} {s:2} {us:11.1f} {old:8.1f} {un:11.1f} {forced:9.1f} {cudnn:9.1f} {cudnn / us:11.3f}  {res}")
         torch.cuda.empty_cache()
     print(f"geomean cuDNN/polyk over {len(ratios)} layers: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
 

@@ -4,6 +4,7 @@
 # best's medians (the harness's timing: CUDA events, L2 flushed, median of --reps).
 #   here:  bench/tune-gpu.sh prepare     -> build/gdir/{bin,lib}: polyk-tune and its shared libraries
 #   there: bench/tune-gpu.sh run OUT TRIALS SECONDS [SEARCH] PROGRAM.yaml[@NAME=VALUE,...]...
+#          (SEARCH: random (default), exhaustive, anneal or model: TUNE_MODEL's ranking)
 #          (@...: polyk-tune's --check-param sizes, for programs whose CPU reference is slow)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,10 @@ fi
 dest=$2 trials=$3 seconds=$4 out=/tmp/polyk-tune-out
 shift 4
 search=random
-case ${1:-} in exhaustive|random|anneal) search=$1; shift ;; esac
+case ${1:-} in exhaustive|random|anneal|model) search=$1; shift ;; esac
+# (model: ranked by TUNE_MODEL, default bench/tune/h100.model.)
+model=()
+[ "$search" = model ] && model=(--model "${TUNE_MODEL:-bench/tune/h100.model}")
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rm -rf "$out" && mkdir -p "$out" "$dest"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
@@ -29,7 +33,7 @@ for arg in "$@"; do
   n=$(basename "$p" .yaml)
   # TUNE_BUDGET=S: no new program after S seconds (the rest are listed as skipped).
   if [ -n "${TUNE_BUDGET:-}" ] && [ $(($(date +%s) - start)) -ge "$TUNE_BUDGET" ]; then echo "skipped $n (TUNE_BUDGET)"; continue; fi
-  "$dir/bin/polyk-tune" run "$p" --runner cuda --search "$search" --log "$out/$n.jsonl" --trials "$trials" --time "$seconds" \
+  "$dir/bin/polyk-tune" run "$p" --runner cuda --search "$search" ${model[@]+"${model[@]}"} --log "$out/$n.jsonl" --trials "$trials" --time "$seconds" \
     -j "$(nproc)" --runtime libcore/runtime ${check[@]+"${check[@]}"} -o "$out/$n.best.yaml" 2> "$out/$n.err"
   tail -1 "$out/$n.err"
 done

@@ -126,12 +126,12 @@ bool movesAny(const isl::pw_multi_aff &read, size_t dim) {
   return false;
 }
 
-/// Whether no read of `update` moves by more than one element a step of a parallel dim (a
-/// convolution of stride 1).
-bool unitStride(const ScopStatement &update, size_t par) {
+/// The most elements a read of `update` moves by a step of a parallel dim (a convolution's
+/// stride; 1 for stride 1).
+long long parallelStride(const ScopStatement &update, size_t par) {
   struct Piece {
     size_t par;
-    bool unit = true;
+    long long stride = 1;
   } piece{par};
   for (const auto &text : update.reads) {
     isl::pw_multi_aff r = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), text).release()));
@@ -141,8 +141,9 @@ bool unitStride(const ScopStatement &update, size_t par) {
           [](isl_set *set, isl_aff *aff, void *user) -> isl_stat {
             Piece &p = *static_cast<Piece *>(user);
             for (size_t d = 0; d < p.par; ++d) {
-              isl::val c = isl::manage(isl_aff_get_coefficient_val(aff, isl_dim_in, (int)d));
-              p.unit = p.unit && c.abs().le(isl::val::one(c.ctx()));
+              isl::val c = isl::manage(isl_aff_get_coefficient_val(aff, isl_dim_in, (int)d)).abs();
+              // (A rational or huge coefficient counts as a large stride.)
+              p.stride = std::max<long long>(p.stride, c.is_int() && c.le(isl::val(c.ctx(), 1 << 20)) ? c.get_num_si() : 1 << 20);
             }
             isl_set_free(set);
             isl_aff_free(aff);
@@ -150,7 +151,54 @@ bool unitStride(const ScopStatement &update, size_t par) {
           },
           &piece);
   }
-  return piece.unit;
+  return piece.stride;
+}
+
+/// A convolution's dims by role (statement dims): the output channels k (they move the filter, not
+/// the padded input), the output's rows and columns y and x (the padded input's subscripts that a
+/// reduced dim moves too, in the input's order), the input channels c (a reduced dim of the input
+/// and the filter outside those subscripts); every other parallel dim is a batch (it moves the
+/// input, not the filter). NCHW: n, k, y, x / c, fy, fx; NHWC: y, x, k / fy, fx, c.
+struct ConvRoles {
+  size_t k = 0, y = 0, x = 0, c = 0;
+  bool ok = false;
+};
+
+ConvRoles convRoles(const Scop &scop, const ScopStatement &update, size_t par) {
+  ConvRoles roles;
+  std::vector<isl::pw_multi_aff> ops = operands(update, par);
+  if (ops.size() != 2) return roles;
+  auto padded = [&](const isl::pw_multi_aff &r) {
+    isl_id *id = isl_pw_multi_aff_get_tuple_id(r.get(), isl_dim_out);
+    const TensorDecl *t = scop.tensor(isl_id_get_name(id));
+    isl_id_free(id);
+    return t && t->padding.has_value();
+  };
+  if (padded(ops[0]) == padded(ops[1])) return roles;
+  const isl::pw_multi_aff &in = padded(ops[0]) ? ops[0] : ops[1], &filter = padded(ops[0]) ? ops[1] : ops[0];
+  const size_t dims = update.dims.size();
+  std::vector<size_t> spatial, channels;
+  std::vector<bool> window(dims, false);
+  for (unsigned sub = 0; sub < outputs(in); ++sub) {
+    std::vector<size_t> p, r;
+    for (size_t d = 0; d < dims; ++d)
+      if (moves(in, sub, d)) (d < par ? p : r).push_back(d);
+    if (p.size() == 1 && !r.empty()) {
+      spatial.push_back(p[0]);
+      for (size_t d : r) window[d] = true;
+    } else if (p.empty() && r.size() == 1) {
+      channels.push_back(r[0]);
+    }
+  }
+  std::vector<size_t> ks;
+  for (size_t d = 0; d < par; ++d)
+    if (movesAny(filter, d) && !movesAny(in, d)) ks.push_back(d);
+  if (spatial.size() != 2 || channels.size() != 1 || ks.size() != 1 || window[channels[0]] || !movesAny(filter, channels[0])) return roles;
+  roles.k = ks[0], roles.y = spatial[0], roles.x = spatial[1], roles.c = channels[0];
+  for (size_t d = 0; d < par; ++d)
+    if (d != roles.k && d != roles.y && d != roles.x && movesAny(filter, d)) return roles;
+  roles.ok = roles.y != roles.x;
+  return roles;
 }
 
 /// The order of a register-tiled kernel's parallel band (member -> statement dim), outermost first.
@@ -244,48 +292,93 @@ constexpr long long kConvSplitLength = 2048, kConvSplitShare = 288, kMaxConvSpli
 enum class Shape { Plain, Stencil, Registers, Window };
 
 /// A convolution's register tiles (a padded sum over k, y, x; CNNOpt's RS kernel as polyk's
-/// register tiles over staged copies). Where the grid has 96 blocks or more, 32 x 8 x 32 outputs a
-/// block of 4 x 8 x 8 threads, each owning 8 output channels x 4 consecutive x (polyk-bind's
-/// blocked points: the filter's staged copy has k innermost, read as float4s; the 6 inputs of a
-/// row of the window serve the 4 outputs), the input channels 4 a staged tile. Else (few output
-/// pixels or channels) 8 x 8 x 32 outputs a block of 1 x 8 x 32 threads, 8 output channels each,
-/// channels 8 a tile. H100, bench/results/2026-11-27-h100-conv-rs.txt (10 layers, one call each
-/// variant; one output a thread, unstaged, before): Y8 600 -> 153 us, Y2 433 -> 106, Y4 491 ->
-/// 120, Y12 815 -> 293, Y18 899 -> 332; R2 54 -> 27, D2 50 -> 22, D4 54 -> 27, D6 -> 47, R9 88
-/// (split-C 116). Smaller tiles of 128 threads were faster on Y12 (271) and Y18 (325) only.
-/// Rows of fewer than 14 outputs keep the sizes they have (one output a thread, and split-C), as
-/// do strided convolutions (R4 and R7 at stride 2 took 2.3x longer with these tiles, R1 1.06x
-/// shorter: the copy's rows hold twice the columns, read two apart).
-void convSizes(const std::vector<long long> &extent, const std::vector<long long> &updateExtents, size_t par, long long sms,
-               KernelSizes &sz) {
+/// register tiles over staged copies), and split-C (CNNOpt §3.2's tail effect) where their grid
+/// is short of blocks. H100, bench/results/2026-11-27-h100-conv-fit.txt (each layer's variants
+/// timed beside its old defaults in one call):
+/// - Wide (the grid has 96 blocks or more at 32 x 8 x 32 outputs): 32 x 8 x 32 outputs a block of 4
+///   x 8 x 8 threads, each owning 8 output channels x 4 consecutive x (polyk-bind's blocked
+///   points: the filter's staged copy has k innermost, read as float4s; the 6 inputs of a row of
+///   the window serve the 4 outputs), the input channels 4 a staged tile. Rows of up to 40 take
+///   one tile (Y12's 34: 36 wide, 7 rows a tile, 302 -> 174 us; Y18's 17: 20 x 6, 332 -> 185 split
+///   2 ways); wider rows keep 32 (36 or 40 wide: Y2 106 -> 145 / 119, Y8 154 -> 197 / 202).
+/// - Narrow (fewer blocks): 8 x 8 x 32 outputs a block of 4 x 4 x 16 threads, 2 x 2 x 2 points
+///   each (R9's exhaustive search ranked it first; D1-D6, R2, R6 1.04-1.25x over 1 x 8 x 32
+///   threads of 8 channels), the input channels 8 a tile.
+/// - Rows of fewer than 14 outputs (R10, R12: 7), and rows of up to 32 where the filter spans
+///   under 3 strides (R4, R7: 3 x 3 at stride 2): whole rows, up to 64 pixels a block, 4 threads of
+///   2 channels each along k (R12 split 4 ways 135 -> 44 us; R10 133 -> 53; R7 78 -> 30 split 2
+///   ways; R4 39.6 -> 28.1).
+/// - Other strided convs: the wide tiles where the filter spans 3 strides or more (R1's 7 x 7 at
+///   stride 2: 59 -> 23 us, each thread's 4 outputs reuse its row of 13 inputs); else one output a
+///   thread (3 x 3 at stride 2 with wide tiles: R4 39 -> 88, R7 78 -> 115).
+/// - Split-C: the input channels' tiles shared out over S blocks, S about 2 waves of the card's
+///   SMs over the grid's blocks, each share at least kConvSplitShare iterations (R9 70 -> 40 us at
+///   4 ways, D6 and R6 38 -> 25.5 at 2, Y18 248 -> 185 at 2).
+void convSizes(const std::vector<long long> &extent, const std::vector<long long> &updateExtents, size_t par, const ConvRoles &roles,
+               long long stride, long long reducedIterations, long long sms, KernelSizes &sz) {
+  const size_t K = roles.k, Y = roles.y, X = roles.x;
+  // Tiles by role (k, y, x); a batch's dims take one point a block.
+  auto place = [&](long long k, long long y, long long x) {
+    std::vector<long long> v(par, 1);
+    v[K] = k, v[Y] = y, v[X] = x;
+    return v;
+  };
   auto blocks = [&](const std::vector<long long> &tile) {
     long long b = 1;
     for (size_t m = 0; m < par; ++m) b *= (extent[m] + tile[m] - 1) / tile[m];
     return b;
   };
-  // (Rows of fewer than 14 outputs, R10's and R12's 7: one output a thread, split-C.)
-  if (extent[par - 1] < 14) return;
-  std::vector<long long> wide{32, 8, 32};
+  const long long oy = extent[Y], ox = extent[X];
+  long long filter = 1;
+  for (size_t d = par; d < updateExtents.size(); ++d)
+    if (d != roles.c) filter = std::max(filter, updateExtents[d]);
+  // (A filter under 3 strides gives a thread's consecutive outputs few inputs in common.)
+  const bool sparse = stride > 1 && filter < 3 * stride;
+  const bool shortRows = ox < 14 || (sparse && ox <= 32);
+  // (The wide tiles' 4 consecutive outputs a thread run along x: x innermost, as NCHW has it.)
+  const bool xInner = X == par - 1;
   // (96 blocks on the H100's 132 SMs; a grid shared over --devices N cards needs N times more.)
-  bool rs = blocks(wide) * kSMsPerCard >= 96 * sms;
-  std::vector<long long> tile = rs ? wide : std::vector<long long>{8, 8, 32};
-  // (The grid's z takes the output channels' tiles: at most 65535.)
-  if ((extent[0] + tile[0] - 1) / tile[0] > 65535) return;
+  const bool rs = !shortRows && xInner && blocks(place(32, 8, 32)) * kSMsPerCard >= 96 * sms;
+  if (sparse && !shortRows) return;
+  std::vector<long long> tile, block;
+  if (shortRows) {
+    long long ty = std::min(oy, std::max<long long>(1, 64 / ox));
+    tile = place(8, ty, ox), block = place(4, ty, ox);
+  } else if (rs) {
+    auto cover = [](long long n, long long t) { return (n + t - 1) / t * t; };
+    long long tx = ox <= 40 ? (ox + 3) / 4 : 8, ty = 8;
+    if (oy <= 40)
+      for (long long t : {7, 6})
+        if (cover(oy, t) < cover(oy, ty)) ty = t;
+    tile = place(32, ty, 4 * tx), block = place(4, ty, tx);
+  } else {
+    tile = place(8, 8, 32), block = place(4, 4, 16);
+  }
+  // (The grid's z takes the output channels' tiles and the batch: at most 65535.)
+  long long z = 1;
+  for (size_t m = 0; m < par; ++m)
+    if (m != Y && m != X) z *= (extent[m] + tile[m] - 1) / tile[m];
+  if (z > 65535) return;
   sz.tile = tile;
-  sz.block = rs ? std::vector<long long>{4, 8, 8} : std::vector<long long>{1, 8, 32};
+  sz.block = block;
   sz.vector = rs ? 4 : 1;
   sz.reduce.assign(updateExtents.begin() + (long)par, updateExtents.end());
   // The input channels a staged tile, by the filter's size: about 36 window iterations a tile
-  // for the wide tiles (a 3 x 3 filter 4 channels, 1 x 1 8), 128 for the narrow ones (3 x 3: 8,
+  // for the wide tiles (a 3 x 3 filter 4 channels, 1 x 1 8), 128 for the others (3 x 3: 8,
   // 5 x 5: 4), at most 8. H100, bench/results/2026-11-27-h100-conv-rs-channel-tiles.txt: 1 x 1
   // layers at 4 / 8 / 16 / 32 channels, 727 x 500 x 53^2 217 / 163 / 192 / 241 us, 993 x 864 x
   // 29^2 157 / 115 / 132 / 182; 5 x 5 layers at 8 / 4 / 2, 90 x 28 x 48^2 51.6 / 39.1 / 42.0, 43 x
   // 39 x 53^2 58.1 / 34.7 / 39.8; Y12 at 2 / 4 / 8 300 / 307 / 375.
   long long window = 1;
-  for (size_t d = par + 1; d < updateExtents.size(); ++d) window *= std::max<long long>(1, updateExtents[d]);
+  for (size_t d = par; d < updateExtents.size(); ++d)
+    if (d != roles.c) window *= std::max<long long>(1, updateExtents[d]);
   long long channels = 1;
   while (channels < 8 && 2 * channels * window <= (rs ? 36 : 128)) channels *= 2;
-  sz.reduce[0] = std::max<long long>(1, std::min<long long>(sz.reduce[0], channels));
+  long long &c = sz.reduce[roles.c - par];
+  c = std::max<long long>(1, std::min<long long>(c, channels));
+  long long tilesC = (updateExtents[roles.c] + c - 1) / c;
+  long long S = std::min({2 * sms / std::max<long long>(1, blocks(tile)), tilesC, reducedIterations / kConvSplitShare, kMaxConvSplit});
+  if (S >= 2) sz.split = S;
 }
 
 /// `reducedIterations` (0: none): a sum's reduced iterations; where their shares of kSplitShare
@@ -783,7 +876,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   // Each kernel's shape, and the order of its band's members.
   std::vector<Shape> shapes;
   std::vector<std::vector<size_t>> orders;
-  std::vector<bool> convs; // a padded sum over three parallel dims (a convolution's k, y, x)
+  std::vector<long long> convs; // a convolution (a padded sum: convRoles): its stride; else 0
+  std::vector<ConvRoles> convRoleOf;
   for (const auto &k : kernels) {
     size_t par = parOf(k);
     bool reduction = false, padded = false;
@@ -803,7 +897,9 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // (polyk-bind gives each thread consecutive points, whose windows overlap: --points).
     bool window = reduction && par == 2 && windowReduction(*update, par);
     shapes.push_back(fuseAll ? Shape::Plain : !reduction ? Shape::Stencil : window ? Shape::Window : padded ? Shape::Plain : Shape::Registers);
-    convs.push_back(!fuseAll && reduction && padded && !window && par == 3 && unitStride(*update, par));
+    ConvRoles conv = !fuseAll && reduction && padded && !window && par >= 3 ? convRoles(scop, *update, par) : ConvRoles{};
+    convs.push_back(conv.ok ? parallelStride(*update, par) : 0);
+    convRoleOf.push_back(conv);
     orders.push_back(shapes.back() == Shape::Registers ? bandOrder(*update, par) : std::vector<size_t>{});
   }
 
@@ -999,8 +1095,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     }
     bool userConv = requested.count((int)k) && (!requested[(int)k].reduce.empty() || !requested[(int)k].block.empty() ||
                                                  requested[(int)k].vector > 0);
-    if (convs[k] && summed && !userTiles && !userConv && sz.time == 0 && sz.stream == 0 && reducedDims > 0)
-      convSizes(extents, updateExtents, par, sms, sz);
+    if (convs[k] > 0 && summed && !userTiles && !userConv && sz.time == 0 && sz.stream == 0 && reducedDims > 0)
+      convSizes(extents, updateExtents, par, convRoleOf[k], convs[k], reducedIterations, sms, sz);
     if (shape == Shape::Plain && summed && !userTiles && sz.reduce.empty() && reducedDims > 0 && sz.time == 0 && sz.stream == 0 &&
         reducedIterations >= kConvSplitLength) {
       // Split-C: a padded sum (a convolution, one output a thread) whose grid holds fewer threads
@@ -1012,8 +1108,10 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       long long threads = 1;
       for (size_t m = 0; m < par; ++m) threads *= ((extents[m] + sz.tile[m] - 1) / sz.tile[m]) * sz.block[m];
       std::vector<long long> reduce(updateExtents.begin() + (long)par, updateExtents.end());
-      reduce[0] = std::min<long long>(reduce[0], 8);
-      long long tiles0 = (updateExtents[par] + reduce[0] - 1) / reduce[0];
+      // (The input channels: convRoles' c where it found one, else the first reduced dim.)
+      size_t c = convRoleOf[k].ok ? convRoleOf[k].c - par : 0;
+      reduce[c] = std::min<long long>(reduce[c], 8);
+      long long tiles0 = (updateExtents[par + c] + reduce[c] - 1) / reduce[c];
       long long S = std::min({reducedIterations / kConvSplitShare, tiles0, kMaxConvSplit});
       if (threads < 4 * sms * 256 && S >= 2) sz.reduce = reduce, sz.split = S;
     }

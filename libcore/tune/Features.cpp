@@ -229,6 +229,9 @@ const std::vector<std::string> &featureNames() {
 
 std::vector<double> features(const std::vector<KernelShape> &shapes, const Space &space, const std::vector<long long> &config,
                              const FeatureOptions &o) {
+  // (Each configuration's sizes afresh: ranking 20000 of them must not spend isl's budget of one
+  // file, or every parse after it fails.)
+  resetIslBudget();
   std::map<int, KernelSizes> sizes = parseSizes(sizesOf(space, config));
   StageOptions stage = stageOptionsOf(space, config);
   const KernelShape *main = nullptr;
