@@ -128,6 +128,16 @@ def conv(K, C, X, Fs, s, N=1, nhwc=False):
     return (lambda I, W: F.conv2d(I, W, stride=s, padding=p)), (I, W), 2 * N * K * C * Fs * Fs * out * out, 0
 
 
+def resnet_block(K=64, C=64, X=56):
+    """examples/conv/resnet_block.yaml: conv (R2's shape), bias, ReLU, then a second conv; cuDNN
+    for the convs and torch's bias + ReLU between them (eager), or torch.compile of the whole."""
+    I, W1, b1, W2 = rnd(1, C, X, X), rnd(K, C, 3, 3), rnd(K), rnd(K, K, 3, 3)
+
+    def f(I, W1, b1, W2):
+        return F.conv2d(torch.relu(F.conv2d(I, W1, padding=1) + b1[None, :, None, None]), W2, padding=1)
+    return f, (I, W1, b1, W2), 2 * 2 * K * C * 9 * X * X, 0
+
+
 def nbody(N=65536):
     """All-pairs accelerations as examples/nbody.yaml writes them (20 flops a pair, the usual
     count). Eager would materialise N^2 x 3 differences (51 GB): torch.compile only."""
@@ -197,6 +207,7 @@ CASES = {
     "fousek_mlp": (fousek_mlp, "eager+compile"),
     "fousek_mlp_1m": (lambda: fousek_mlp(1 << 20), "eager+compile"),
 }
+CASES["conv_resnet_block"] = (resnet_block, "eager+compile")
 for name, K, C, X, Fs, s in LAYERS:
     CASES["conv_" + name] = ((lambda K=K, C=C, X=X, Fs=Fs, s=s: conv(K, C, X, Fs, s)), "cuDNN")
     if name in ("r2", "r9", "r12", "y8"):  # examples/conv/layouts

@@ -795,7 +795,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
       o += promotedAnywhere(s, t.name) ? " /* kept in registers */\n" : " /* not computed: its consumer is fused */\n";
       continue;
     }
-    o += "\n  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
+    o += "\n  if ((err = polyk::tempMalloc((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
          ", stream)) != cudaSuccess) return err;\n";
   }
   // Kernels with copies over the static limit may take that much dynamic shared memory (the

@@ -44,7 +44,7 @@ IterateCode iterateCode(const Scop &s, bool cuda, long long perLaunch) {
     std::string bytes = "sizeof(" + T + ") * " + elementsExpr(t);
     std::string scratch = "polyk_scratch_" + out;
     if (cuda) {
-      c.begin += "  " + T + " *" + scratch + " = nullptr;\n  if ((err = cudaMallocAsync((void **)&" + scratch + ", " + bytes +
+      c.begin += "  " + T + " *" + scratch + " = nullptr;\n  if ((err = polyk::tempMalloc((void **)&" + scratch + ", " + bytes +
                  ", stream)) != cudaSuccess) return err;\n";
       for (const std::string &to : {out, scratch})
         c.begin += "  if ((err = cudaMemcpyAsync(" + to + ", " + in + ", " + bytes + ", cudaMemcpyDeviceToDevice, stream)) != cudaSuccess) return err;\n";

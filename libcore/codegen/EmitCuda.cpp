@@ -34,7 +34,7 @@ std::string kernelParams(const Scop &s, const std::set<std::string> &shared = {}
 }
 
 /// In the aligned instance of a kernel: every written tensor starts on a 16-byte boundary (the
-/// launcher checked the user's pointers; cudaMallocAsync aligns temporaries to 256 bytes), which
+/// launcher checked the user's pointers; polyk::tempMalloc, a stream-ordered pool, aligns temporaries to 256 bytes), which
 /// lets nvcc merge a thread's consecutive stores into one. Inputs are read with explicit vector
 /// loads (VectorReads): the assumption would cost them `__restrict__`, and with it nvcc's reuse of
 /// their loads across a fused kernel's barriers.
@@ -677,7 +677,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt, bool prologue
       continue;
     }
     o += "  " + ty + " *" + t.name + " = nullptr;\n";
-    o += "  if ((err = cudaMallocAsync((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
+    o += "  if ((err = polyk::tempMalloc((void **)&" + t.name + ", sizeof(" + ty + ") * " + elementsExpr(t) +
          ", stream)) != cudaSuccess) return err;\n";
   }
   for (const auto &kc : s.kernels) {

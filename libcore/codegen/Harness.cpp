@@ -285,6 +285,8 @@ std::string emitCudaHarness(const Scop &s, const EmitOptions &opt) {
   o += "    POLYK_CHECK(cudaEventRecord(stop, 0));\n    POLYK_CHECK(cudaEventSynchronize(stop));\n";
   o += "    POLYK_CHECK(cudaEventElapsedTime(&times[r], start, stop));\n  }\n";
   o += "  double med = reps > 0 ? polyk_median(times, reps) * 1000.0 : 0.0;\n";
+  // (The launcher's temporaries stay in polyk's pool between calls; handed back once timed.)
+  o += "  POLYK_CHECK(cudaDeviceSynchronize());\n  POLYK_CHECK(polyk::tempTrim());\n";
   // After all the timed runs, are the outputs the same bits as after the first?
   o += "  int stable = 1;\n";
   for (const auto &t : s.tensors) {

@@ -177,9 +177,10 @@ WholeTiles wholeTiles(const Scop &s, const isl::schedule &bound, const KernelCon
     // values (its domain is a product, below) or none (a store).
     isl::set tiles = anonymous(out.blocks.preimage(blockOfStmt[name]));
     if (!promoted.count(tensorOf(st.write))) {
+      // (A store may read other tensors too, an epilogue's bias say: its whole body runs under its
+      // guard, so only for the points that exist. Before, such a store sent the kernel's partial
+      // blocks to the exact points' code: conv + bias + ReLU 23.6 -> 56 us on R2's shape.)
       if (reduced) return {};
-      for (const auto &r : st.reads)
-        if (!promoted.count(tensorOf(r))) return {};
       out.storeGuards[name] = domainGuard(dom, tiles);
       continue;
     }

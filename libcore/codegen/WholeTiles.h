@@ -33,7 +33,8 @@ isl::multi_aff blockOf(const isl::schedule_node &band, const std::vector<long lo
 /// It may where:
 /// - every statement either writes a register accumulator (kc.promoted) and reads only those and
 ///   its staged copies, with no division in its body (a trap on the CPU for the points past the
-///   end), or writes memory and reads only register accumulators (a store);
+///   end), or writes memory with no reduced dims (a store: its whole body, reads of other tensors as an
+///   epilogue's included, runs under its guard);
 /// - no statement is a window's reduction (a stencil's; Schedule.h's windowReduction);
 /// - each computing statement's domain is the product of its parallel dims (the tile band's) and
 ///   the others, so the whole tile's points take the reduced loops of the points that exist;

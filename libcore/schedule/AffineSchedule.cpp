@@ -329,6 +329,9 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
     return b;
   };
   const long long oy = extent[Y], ox = extent[X];
+  // (polyk-bind puts the band's innermost member on threadIdx.x: x or k, never a batch, whose one
+  // point a block would leave the warps' accesses uncoalesced; an empty output takes no tiles.)
+  if ((X != par - 1 && K != par - 1) || oy < 1 || ox < 1) return;
   long long filter = 1;
   for (size_t d = par; d < updateExtents.size(); ++d)
     if (d != roles.c) filter = std::max(filter, updateExtents[d]);
@@ -354,11 +357,11 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   } else {
     tile = place(8, 8, 32), block = place(4, 4, 16);
   }
-  // (The grid's z takes the output channels' tiles and the batch: at most 65535.)
-  long long z = 1;
-  for (size_t m = 0; m < par; ++m)
-    if (m != Y && m != X) z *= (extent[m] + tile[m] - 1) / tile[m];
-  if (z > 65535) return;
+  // (polyk-bind folds the band's members before its last two into the grid's z and the block's:
+  // at most 65535 blocks and 64 threads.)
+  long long z = 1, threadsZ = 1;
+  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + tile[m] - 1) / tile[m], threadsZ *= block[m];
+  if (z > 65535 || threadsZ > 64) return;
   sz.tile = tile;
   sz.block = block;
   sz.vector = rs ? 4 : 1;
@@ -378,7 +381,9 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   c = std::max<long long>(1, std::min<long long>(c, channels));
   long long tilesC = (updateExtents[roles.c] + c - 1) / c;
   long long S = std::min({2 * sms / std::max<long long>(1, blocks(tile)), tilesC, reducedIterations / kConvSplitShare, kMaxConvSplit});
-  if (S >= 2) sz.split = S;
+  // (Split-K shares out the first reduced member's tiles: the input channels only where they come
+  // first, as in NCHW's c, fy, fx; NHWC's fy, fx, c stays whole.)
+  if (S >= 2 && roles.c == par) sz.split = S;
 }
 
 /// `reducedIterations` (0: none): a sum's reduced iterations; where their shares of kSplitShare
@@ -1109,11 +1114,13 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       for (size_t m = 0; m < par; ++m) threads *= ((extents[m] + sz.tile[m] - 1) / sz.tile[m]) * sz.block[m];
       std::vector<long long> reduce(updateExtents.begin() + (long)par, updateExtents.end());
       // (The input channels: convRoles' c where it found one, else the first reduced dim.)
-      size_t c = convRoleOf[k].ok ? convRoleOf[k].c - par : 0;
-      reduce[c] = std::min<long long>(reduce[c], 8);
-      long long tiles0 = (updateExtents[par + c] + reduce[c] - 1) / reduce[c];
+      // (Split-K shares out the first reduced member's tiles: the input channels where they come
+      // first, convRoles' c; a padded sum it found no roles in, its first reduced dim.)
+      const bool channelsFirst = !convRoleOf[k].ok || convRoleOf[k].c == par;
+      reduce[0] = std::min<long long>(reduce[0], 8);
+      long long tiles0 = (updateExtents[par] + reduce[0] - 1) / reduce[0];
       long long S = std::min({reducedIterations / kConvSplitShare, tiles0, kMaxConvSplit});
-      if (threads < 4 * sms * 256 && S >= 2) sz.reduce = reduce, sz.split = S;
+      if (channelsFirst && threads < 4 * sms * 256 && S >= 2) sz.reduce = reduce, sz.split = S;
     }
     if (auto it = requested.find((int)k); it != requested.end() && it->second.split > 1) {
       // Split-K: the register accumulators' partial sums over shares of the reduced tiles.
