@@ -161,6 +161,7 @@ long long parallelStride(const ScopStatement &update, size_t par) {
 /// input, not the filter). NCHW: n, k, y, x / c, fy, fx; NHWC: y, x, k / fy, fx, c.
 struct ConvRoles {
   size_t k = 0, y = 0, x = 0, c = 0;
+  long long stride = 0; // parallelStride's; 0: not a convolution
   bool ok = false;
 };
 
@@ -198,6 +199,7 @@ ConvRoles convRoles(const Scop &scop, const ScopStatement &update, size_t par) {
   for (size_t d = 0; d < par; ++d)
     if (d != roles.k && d != roles.y && d != roles.x && movesAny(filter, d)) return roles;
   roles.ok = roles.y != roles.x;
+  if (roles.ok) roles.stride = parallelStride(update, par);
   return roles;
 }
 
@@ -315,7 +317,7 @@ enum class Shape { Plain, Stencil, Registers, Window };
 ///   SMs over the grid's blocks, each share at least kConvSplitShare iterations (R9 70 -> 40 us at
 ///   4 ways, D6 and R6 38 -> 25.5 at 2, Y18 248 -> 185 at 2).
 void convSizes(const std::vector<long long> &extent, const std::vector<long long> &updateExtents, size_t par, const ConvRoles &roles,
-               long long stride, long long reducedIterations, long long sms, KernelSizes &sz) {
+               long long reducedIterations, long long sms, KernelSizes &sz) {
   const size_t K = roles.k, Y = roles.y, X = roles.x;
   // Tiles by role (k, y, x); a batch's dims take one point a block.
   auto place = [&](long long k, long long y, long long x) {
@@ -332,10 +334,12 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   // (polyk-bind puts the band's innermost member on threadIdx.x: x or k, never a batch, whose one
   // point a block would leave the warps' accesses uncoalesced; an empty output takes no tiles.)
   if ((X != par - 1 && K != par - 1) || oy < 1 || ox < 1) return;
-  long long filter = 1;
+  // The filter's widest dim and its window (the reduced dims but the input channels).
+  long long filter = 1, window = 1;
   for (size_t d = par; d < updateExtents.size(); ++d)
-    if (d != roles.c) filter = std::max(filter, updateExtents[d]);
+    if (d != roles.c) filter = std::max(filter, updateExtents[d]), window *= std::max<long long>(1, updateExtents[d]);
   // (A filter under 3 strides gives a thread's consecutive outputs few inputs in common.)
+  const long long stride = roles.stride;
   const bool sparse = stride > 1 && filter < 3 * stride;
   const bool shortRows = ox < 14 || (sparse && ox <= 32);
   // (The wide tiles' 4 consecutive outputs a thread run along x: x innermost, as NCHW has it.)
@@ -372,9 +376,6 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   // layers at 4 / 8 / 16 / 32 channels, 727 x 500 x 53^2 217 / 163 / 192 / 241 us, 993 x 864 x
   // 29^2 157 / 115 / 132 / 182; 5 x 5 layers at 8 / 4 / 2, 90 x 28 x 48^2 51.6 / 39.1 / 42.0, 43 x
   // 39 x 53^2 58.1 / 34.7 / 39.8; Y12 at 2 / 4 / 8 300 / 307 / 375.
-  long long window = 1;
-  for (size_t d = par; d < updateExtents.size(); ++d)
-    if (d != roles.c) window *= std::max<long long>(1, updateExtents[d]);
   long long channels = 1;
   while (channels < 8 && 2 * channels * window <= (rs ? 36 : 128)) channels *= 2;
   long long &c = sz.reduce[roles.c - par];
@@ -881,8 +882,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
   // Each kernel's shape, and the order of its band's members.
   std::vector<Shape> shapes;
   std::vector<std::vector<size_t>> orders;
-  std::vector<long long> convs; // a convolution (a padded sum: convRoles): its stride; else 0
-  std::vector<ConvRoles> convRoleOf;
+  std::vector<ConvRoles> convs; // a convolution's dims (a padded sum: convRoles); else not ok
   for (const auto &k : kernels) {
     size_t par = parOf(k);
     bool reduction = false, padded = false;
@@ -902,9 +902,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     // (polyk-bind gives each thread consecutive points, whose windows overlap: --points).
     bool window = reduction && par == 2 && windowReduction(*update, par);
     shapes.push_back(fuseAll ? Shape::Plain : !reduction ? Shape::Stencil : window ? Shape::Window : padded ? Shape::Plain : Shape::Registers);
-    ConvRoles conv = !fuseAll && reduction && padded && !window && par >= 3 ? convRoles(scop, *update, par) : ConvRoles{};
-    convs.push_back(conv.ok ? parallelStride(*update, par) : 0);
-    convRoleOf.push_back(conv);
+    convs.push_back(!fuseAll && reduction && padded && !window && par >= 3 ? convRoles(scop, *update, par) : ConvRoles{});
     orders.push_back(shapes.back() == Shape::Registers ? bandOrder(*update, par) : std::vector<size_t>{});
   }
 
@@ -1100,8 +1098,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
     }
     bool userConv = requested.count((int)k) && (!requested[(int)k].reduce.empty() || !requested[(int)k].block.empty() ||
                                                  requested[(int)k].vector > 0);
-    if (convs[k] > 0 && summed && !userTiles && !userConv && sz.time == 0 && sz.stream == 0 && reducedDims > 0)
-      convSizes(extents, updateExtents, par, convRoleOf[k], convs[k], reducedIterations, sms, sz);
+    if (convs[k].ok && summed && !userTiles && !userConv && sz.time == 0 && sz.stream == 0 && reducedDims > 0)
+      convSizes(extents, updateExtents, par, convs[k], reducedIterations, sms, sz);
     if (shape == Shape::Plain && summed && !userTiles && sz.reduce.empty() && reducedDims > 0 && sz.time == 0 && sz.stream == 0 &&
         reducedIterations >= kConvSplitLength) {
       // Split-C: a padded sum (a convolution, one output a thread) whose grid holds fewer threads
@@ -1116,7 +1114,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       // (The input channels: convRoles' c where it found one, else the first reduced dim.)
       // (Split-K shares out the first reduced member's tiles: the input channels where they come
       // first, convRoles' c; a padded sum it found no roles in, its first reduced dim.)
-      const bool channelsFirst = !convRoleOf[k].ok || convRoleOf[k].c == par;
+      const bool channelsFirst = !convs[k].ok || convs[k].c == par;
       reduce[0] = std::min<long long>(reduce[0], 8);
       long long tiles0 = (updateExtents[par] + reduce[0] - 1) / reduce[0];
       long long S = std::min({reducedIterations / kConvSplitShare, tiles0, kMaxConvSplit});

@@ -1083,16 +1083,15 @@ inline cudaError_t tempTrim() {
 }
 
 inline cudaError_t tempMalloc(void** p, size_t bytes, cudaStream_t stream) {
-  std::mutex& mutex = TempPools::get().mutex;
-  std::vector<cudaMemPool_t>& pools = TempPools::get().pools;
+  TempPools& t = TempPools::get();
   int device = 0;
   cudaError_t err;
   if ((err = cudaGetDevice(&device)) != cudaSuccess) return err;
   cudaMemPool_t pool;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if ((size_t)device >= pools.size()) pools.resize((size_t)device + 1, nullptr);
-    if (!pools[device]) {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    if ((size_t)device >= t.pools.size()) t.pools.resize((size_t)device + 1, nullptr);
+    if (!t.pools[device]) {
       cudaMemPoolProps props = {};
       props.allocType = cudaMemAllocationTypePinned;
       props.location.type = cudaMemLocationTypeDevice;
@@ -1104,9 +1103,9 @@ inline cudaError_t tempMalloc(void** p, size_t bytes, cudaStream_t stream) {
         cudaMemPoolDestroy(made);
         return err;
       }
-      pools[device] = made;
+      t.pools[device] = made;
     }
-    pool = pools[device];
+    pool = t.pools[device];
   }
   return cudaMallocFromPoolAsync(p, bytes, pool, stream);
 }
