@@ -293,6 +293,94 @@ constexpr long long kConvSplitLength = 2048, kConvSplitShare = 288, kMaxConvSpli
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers, Window };
 
+/// A 1 x 1 convolution's tiles (no window: a product over the input channels, as a GEMM's of
+/// output channels by pixels): 64 output channels a block, 4 a thread, by about 32 pixels: rows of
+/// up to 16 whole, 2 a thread along y; longer rows in tiles of at most 32, 2 a thread along x;
+/// 16 input channels a staged tile.
+/// Where that grid fills under a wave of SMs, 32 output channels a block, 2 a thread, 32 input
+/// channels a tile. Split as the GEMM path splits a few points a thread (fewer threads than 256 an
+/// SM: about 4 waves of 2 blocks an SM, shares of kSplitShare channels). H100, 21 layers (ResNet-50's
+/// 15 and 6 drawn at random, bench/conv1x1.py; bench/results/2026-11-28-h100-conv1x1.txt): 0.60 ->
+/// 1.40x cuDNN (the conv tiles' 2 x 2 x 2 points read 2 operands an FMA).
+void pointwiseSizes(const std::vector<long long> &extent, long long channels, size_t par, size_t reducedDims, const ConvRoles &roles,
+                    long long sms, KernelSizes &sz) {
+  const long long oy = extent[roles.y], ox = extent[roles.x];
+  auto tiles = [&](long long pk, long long reduce, KernelSizes &out) {
+    const long long pixels = 32, perThread = 2, wide = pixels / perThread;
+    // (Rows of up to 16 outputs whole, 2 rows a thread; longer rows in the fewest tiles of at most
+    // 32, 2 consecutive outputs a thread (55 as 2 x 28, not 3 x 22: 42.7 -> 28.1 us), where that
+    // leaves 12 threads or more along x; else tiles of the row's largest divisor from 8 to 16
+    // threads, or of 16 (36 as 2 x 24, not 2 x 18: 12.6 against 15.3 us; 41 as 2 x 32, not 2 x 22:
+    // 15.0 against 18.5).)
+    const long long n = (ox + pixels - 1) / pixels;
+    long long px = ox > wide ? perThread : 1, tx = ((ox + n - 1) / n + px - 1) / px * px;
+    if (px > 1 && tx / px < 12) {
+      tx = wide;
+      for (long long t = wide; t >= 8; --t)
+        if (ox % t == 0) {
+          tx = t;
+          break;
+        }
+      px = ox >= tx * perThread ? perThread : 1;
+      tx *= px;
+    }
+    const long long py = perThread / px;
+    long long ty = std::max(py, pixels / tx / py * py);
+    ty = std::min(ty, (oy + py - 1) / py * py);
+    out.tile.assign(par, 1), out.block.assign(par, 1), out.vector = 1;
+    out.tile[roles.k] = 16 * pk, out.block[roles.k] = 16;
+    out.tile[roles.y] = ty, out.block[roles.y] = ty / py;
+    out.tile[roles.x] = tx, out.block[roles.x] = tx / px;
+    long long blocks = 1, threads = 1;
+    for (size_t m = 0; m < par; ++m) blocks *= (extent[m] + out.tile[m] - 1) / out.tile[m], threads *= out.block[m];
+    const long long slots = 2 * sms, tilesC = (channels + reduce - 1) / reduce;
+    out.split = 0;
+    if (blocks * threads < sms * 256) {
+      long long S = std::min({(4 * slots + blocks - 1) / blocks, tilesC, channels / kSplitShare, kMaxConvSplit});
+      if (S >= 2) out.split = S;
+    }
+    out.reduce.assign(reducedDims, 1);
+    out.reduce[0] = std::max<long long>(1, std::min(channels, reduce));
+    return blocks * std::max<long long>(1, out.split);
+  };
+  // A grid of 2.5 waves or more with a long reduction (256 channels or more): 4 x 4 points a thread,
+  // 4 output channels by 4 consecutive pixels along x where the tile's row divides by 4 (read as
+  // one vector), else 2 or 1 along x and the rest along y; rows of up to 32 whole, longer ones in
+  // tiles of their largest divisor from 16 to 32, else 32; about 64 pixels a block (H100: 419 x
+  // 631 x 34^2 79.2 -> 57.2 us, 727 x 500 x 53^2 156.5 -> 126.2, batch 8 of 512 x 1024 x 14^2
+  // 129.3 -> 109.8; 256 x 64 x 56^2, short, 13.6 against 14.0).
+  auto deep = [&](KernelSizes &out) {
+    long long tx = ox;
+    if (ox > 32) {
+      tx = 32;
+      for (long long t = 32; t >= 16; --t)
+        if (ox % t == 0) {
+          tx = t;
+          break;
+        }
+    }
+    const long long px = tx % 4 == 0 ? 4 : tx % 2 == 0 ? 2 : 1, py = 4 / px;
+    const long long ty = std::min(std::max(py, 64 / tx / py * py), (oy + py - 1) / py * py);
+    out.tile.assign(par, 1), out.block.assign(par, 1);
+    out.tile[roles.k] = 64, out.block[roles.k] = 16;
+    out.tile[roles.y] = ty, out.block[roles.y] = ty / py;
+    out.tile[roles.x] = tx, out.block[roles.x] = tx / px;
+    out.vector = px, out.split = 0;
+    out.reduce.assign(reducedDims, 1);
+    out.reduce[0] = std::min<long long>(channels, 16);
+  };
+  KernelSizes wide;
+  long long grid = tiles(4, 16, wide);
+  if (grid < sms) tiles(2, 32, wide);
+  else if (2 * grid >= 5 * sms && channels >= 256) deep(wide);
+  // (polyk-bind folds the band's members before its last two into the grid's z: at most 65535.)
+  long long z = 1;
+  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + wide.tile[m] - 1) / wide.tile[m];
+  if (z > 65535) return;
+  sz.tile = wide.tile, sz.block = wide.block, sz.vector = wide.vector, sz.split = wide.split;
+  sz.reduce = wide.reduce;
+}
+
 /// A convolution's register tiles (a padded sum over k, y, x; CNNOpt's RS kernel as polyk's
 /// register tiles over staged copies), and split-C (CNNOpt §3.2's tail effect) where their grid
 /// is short of blocks. H100, bench/results/2026-11-27-h100-conv-fit.txt (each layer's variants
@@ -338,12 +426,14 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   long long filter = 1, window = 1;
   for (size_t d = par; d < updateExtents.size(); ++d)
     if (d != roles.c) filter = std::max(filter, updateExtents[d]), window *= std::max<long long>(1, updateExtents[d]);
+  // (The wide tiles' 4 consecutive outputs a thread run along x: x innermost, as NCHW has it.)
+  const bool xInner = X == par - 1;
+  if (window == 1 && xInner && roles.c == par)
+    return pointwiseSizes(extent, updateExtents[roles.c], par, updateExtents.size() - par, roles, sms, sz);
   // (A filter under 3 strides gives a thread's consecutive outputs few inputs in common.)
   const long long stride = roles.stride;
   const bool sparse = stride > 1 && filter < 3 * stride;
   const bool shortRows = ox < 14 || (sparse && ox <= 32);
-  // (The wide tiles' 4 consecutive outputs a thread run along x: x innermost, as NCHW has it.)
-  const bool xInner = X == par - 1;
   // (96 blocks on the H100's 132 SMs; a grid shared over --devices N cards needs N times more.)
   const bool rs = !shortRows && xInner && blocks(place(32, 8, 32)) * kSMsPerCard >= 96 * sms;
   if (sparse && !shortRows) return;

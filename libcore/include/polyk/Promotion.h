@@ -36,15 +36,20 @@ struct SharedTile {
   /// The copy's innermost dim.
   size_t inner() const { return order.empty() ? size.size() - 1 : (size_t)order.back(); }
   /// The order in which the block's threads take the copy's element groups, fastest first: the
-  /// tensor's last dim (consecutive threads, consecutive elements in memory), then the copy's
-  /// innermost dim where that is another (so a warp's stores spread along it), then the others,
-  /// innermost first.
+  /// tensor's last dim (consecutive threads, consecutive elements in memory), and where the box
+  /// has one element along it, the tensor's last dim along which it has several (a 1 x 1 filter's
+  /// [k, c, 1, 1] box: c, so a warp still reads consecutive elements); then the copy's innermost
+  /// dim where that is another (so a warp's stores spread along it), then the others, innermost
+  /// first.
   std::vector<size_t> copyOrder() const {
     size_t n = size.size();
     std::vector<size_t> out{n - 1};
-    if (inner() != n - 1) out.push_back(inner());
+    size_t last = n - 1;
+    while (last > 0 && size[last] == 1) --last;
+    if (last != n - 1) out.push_back(last);
+    if (inner() != n - 1 && inner() != last) out.push_back(inner());
     for (size_t d = n - 1; d-- > 0;)
-      if (d != inner()) out.push_back(d);
+      if (d != inner() && d != last) out.push_back(d);
     return out;
   }
 };
