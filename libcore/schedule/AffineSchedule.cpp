@@ -341,9 +341,9 @@ void pointwiseSizes(const std::vector<long long> &extent, long long channels, si
     }
     out.reduce.assign(reducedDims, 1);
     out.reduce[0] = std::max<long long>(1, std::min(channels, reduce));
-    return blocks * std::max<long long>(1, out.split);
+    return blocks;
   };
-  // A grid of 2.5 waves or more with a long reduction (256 channels or more): 4 x 4 points a thread,
+  // A grid of 2.5 waves or more unsplit, with a long reduction (256 channels or more): 4 x 4 points a thread,
   // 4 output channels by 4 consecutive pixels along x where the tile's row divides by 4 (read as
   // one vector), else 2 or 1 along x and the rest along y; rows of up to 32 whole, longer ones in
   // tiles of their largest divisor from 16 to 32, else 32; about 64 pixels a block (H100: 419 x
@@ -370,9 +370,9 @@ void pointwiseSizes(const std::vector<long long> &extent, long long channels, si
     out.reduce[0] = std::min<long long>(channels, 16);
   };
   KernelSizes wide;
-  long long grid = tiles(4, 16, wide);
-  if (grid < sms) tiles(2, 32, wide);
-  else if (2 * grid >= 5 * sms && channels >= 256) deep(wide);
+  long long blocks = tiles(4, 16, wide);
+  if (blocks * std::max<long long>(1, wide.split) < sms) tiles(2, 32, wide);
+  else if (2 * blocks >= 5 * sms && channels >= 256) deep(wide);
   // (polyk-bind folds the band's members before its last two into the grid's z: at most 65535.)
   long long z = 1;
   for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + wide.tile[m] - 1) / wide.tile[m];
