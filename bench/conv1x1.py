@@ -8,7 +8,8 @@ random layers' seed is printed.
                -> DIR/*.yaml and DIR/spec (bench/affine-variants.sh DIR/build DIR/spec)
                VARIANTS: 'all' (small tiles), 'big' (and large ones) or 'default' (the defaults and the GEMM form)
   on the GPU:  bench/run-list.sh DIR/build DIR/build/list.txt OUT/run.txt, then
-               python3 bench/conv1x1.py peers DIR OUT/run.txt   (cuDNN in the same process)
+               python3 bench/conv1x1.py peers DIR OUT/run.txt > OUT/peers.txt  (cuDNN in the same process)
+  here:        python3 bench/conv1x1.py csv DIR OUT/peers.txt OUT/run.txt RESULT.csv
 """
 import math
 import os
@@ -200,10 +201,34 @@ def peers(d, run):
     print("checks not PASS: " + (" ".join(bad) if bad else "none"))
 
 
+def csv(d, peers_txt, run, out, fma_tflops=51.6):
+    """The peers table as the benchmark CSV (fraction of the f32 FMA ceiling, cuBLAS sgemm's)."""
+    ok = {}
+    for line in open(run):
+        m = re.match(r"(\S+)\s.*?\s(PASS|FAIL|UNCHECKED) ", line)
+        if m and m.group(2) != "UNCHECKED":
+            ok[m.group(1)] = ok.get(m.group(1), "PASS") if m.group(2) == "PASS" else "FAIL"
+    with open(out, "w") as fh:
+        fh.write("case,polyk_us,result,peer,eager_us,compile_us,best_peer_over_polyk,ceiling,polyk_fraction_of_ceiling\n")
+        for line in open(peers_txt):
+            x = line.split()
+            if len(x) < 7 or x[0] == "layer" or not os.path.exists(os.path.join(d, x[0] + ".yaml")):
+                continue
+            K, C, X, s, cudnn, us = int(x[1]), int(x[2]), int(x[3]), int(x[4]), float(x[5]), float(x[6])
+            m = re.search(r" N=(\d+)", open(os.path.join(d, x[0] + ".yaml")).read())
+            N = int(m.group(1)) if m else 1
+            o = (X - 1) // s + 1
+            flops = 2 * N * K * C * o * o
+            fh.write(f"conv1x1_{x[0]},{us},{ok.get(x[0], 'UNCHECKED')},cuDNN,{cudnn},nan,{cudnn / us},fma,"
+                     f"{flops / (us * 1e-6) / (fma_tflops * 1e12)}\n")
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "prepare":
         seed = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else int(time.time())
         prepare(sys.argv[2], seed, int(sys.argv[4]) if len(sys.argv) > 4 else 8, sys.argv[5] if len(sys.argv) > 5 else "all")
+    elif len(sys.argv) == 6 and sys.argv[1] == "csv":
+        csv(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "peers":
         peers(sys.argv[2], sys.argv[3])
     else:

@@ -296,12 +296,13 @@ enum class Shape { Plain, Stencil, Registers, Window };
 /// A 1 x 1 convolution's tiles (no window: a product over the input channels, as a GEMM's of
 /// output channels by pixels): 64 output channels a block, 4 a thread, by about 32 pixels: rows of
 /// up to 16 whole, 2 a thread along y; longer rows in tiles of at most 32, 2 a thread along x;
-/// 16 input channels a staged tile.
-/// Where that grid fills under a wave of SMs, 32 output channels a block, 2 a thread, 32 input
-/// channels a tile. Split as the GEMM path splits a few points a thread (fewer threads than 256 an
-/// SM: about 4 waves of 2 blocks an SM, shares of kSplitShare channels). H100, 21 layers (ResNet-50's
-/// 15 and 6 drawn at random, bench/conv1x1.py; bench/results/2026-11-28-h100-conv1x1.txt): 0.60 ->
-/// 1.40x cuDNN (the conv tiles' 2 x 2 x 2 points read 2 operands an FMA).
+/// 16 input channels a staged tile. Where that grid fills under a wave of SMs, 32 output channels
+/// a block, 2 a thread, 32 input channels a tile; where it fills 2.5 waves with a long reduction,
+/// 4 x 4 points a thread (below). Split as the GEMM path splits a few points a thread (fewer
+/// threads than 256 an SM: about 4 waves of 2 blocks an SM, shares of kSplitShare channels).
+/// H100, bench/results/2026-11-27-h100-conv1x1.txt (fitted on ResNet-50's 15 layers and 6 drawn at
+/// random; the conv tiles' 2 x 2 x 2 points read 2 operands an FMA): ResNet-50's 0.56 -> 1.46x
+/// cuDNN, 16 layers drawn afresh 0.78 -> 1.14x, as fast as the same products written as GEMMs.
 void pointwiseSizes(const std::vector<long long> &extent, long long channels, size_t par, size_t reducedDims, const ConvRoles &roles,
                     long long sms, KernelSizes &sz) {
   const long long oy = extent[roles.y], ox = extent[roles.x];
