@@ -442,6 +442,15 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   if (shortRows) {
     long long ty = std::min(oy, std::max<long long>(1, 64 / ox));
     tile = place(8, ty, ox), block = place(4, ty, ox);
+    // A batch of such images at stride 1: 2 images a thread, so each staged filter tile serves
+    // twice the pixels (H100, batch 8: R12 304 -> 229 us, 384 x 192 x 9^2 191 -> 151, 640 x 320 x
+    // 12^2 686 -> 570; batch 4 of R12 160 -> 119 split 2 ways; at stride 2 slower: R10 431 -> 514;
+    // bench/results/2026-11-27-h100-conv-batch-points.txt).
+    for (size_t m = 0; m < par && stride == 1; ++m)
+      if (m != K && m != Y && m != X && extent[m] >= 2) {
+        tile[m] = 2;
+        break;
+      }
   } else if (rs) {
     auto cover = [](long long n, long long t) { return (n + t - 1) / t * t; };
     long long tx = ox <= 40 ? (ox + 3) / 4 : 8, ty = 8;
