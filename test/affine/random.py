@@ -2,8 +2,9 @@
 """Random affine programs, drawn outside our examples: stencils with random offsets (kept inside by
 a `where` or read through padding), contractions with random index orders (a third of them with a
 symbolic extent), strided and reversed
-reads, triangular reductions, windows with weights (Gaussian2D's form), every dtype and odd
-extents, and a thread's register points cyclic or blocked. Each goes through the whole pipeline,
+reads, triangular reductions, windows with weights (Gaussian2D's form), convolutions with their
+default tiles (sized as real layers, run small), every dtype and odd extents, and a thread's
+register points cyclic or blocked. Each goes through the whole pipeline,
 then the sequential C of its schedule and the CUDA kernels' code on the CPU (`--target=c`,
 `--target=c-mapped`) run against the reference on random data, with two seeds.
 
@@ -143,7 +144,35 @@ statements:
 """
 
 
-KINDS = [stencil, contraction, strided, triangular, window]
+def conv(r, n):
+    """A convolution (NCHW, zero padding F / 2, stride 1 or 2, a batch dim or none) whose params'
+    defaults are drawn from the sizes of real layers, so polyk-schedule picks a conv's default
+    tiles (convSizes, pointwiseSizes: split-C, 1 x 1 tiles, 2 images a thread), then run at small
+    params drawn apart (`# run:` below): partial tiles of every kind."""
+    K, C = (int(round(2 ** r.uniform(4, 10))) for _ in range(2))
+    X, Fs, s = r.randint(5, 56), r.choice([1, 1, 3, 5]), r.choice([1, 1, 2])
+    batch = r.choice([0, 0, 1, 8])
+    p = Fs // 2
+    out = lambda x: (x + 2 * p - Fs) // s + 1  # noqa: E731
+    sy, sx = ("y", "x") if s == 1 else (f"{s}*y", f"{s}*x")
+    nb, ni = ("N: " + str(batch) + ", ", "n, ") if batch else ("", "")
+    k, c, x = r.randint(1, 40), r.randint(1, 40), r.randint(1, 20)
+    run = f"K={k} C={c} H={x} W={x + 1} OH={out(x)} OW={out(x + 1)}" + (f" N={r.randint(1, 3)}" if batch else "")
+    dt = r.choice(["f32", "f32", "f64", "bf16"])
+    return f"""# run: {run}
+polyk: program/1
+name: rnd{n}
+params: {{{nb}K: {K}, C: {C}, H: {X}, W: {X}, OH: {out(X)}, OW: {out(X)}}}
+tensors:
+  I: {{type: {dt}, shape: [{'N, ' if batch else ''}C, H, W], role: input, padding: 0}}
+  F: {{type: {dt}, shape: [K, C, {Fs}, {Fs}], role: input}}
+  O: {{type: {dt}, shape: [{'N, ' if batch else ''}K, OH, OW], role: output}}
+statements:
+  - O({ni}k, y, x) +=! I({ni}c, {term(sy + ' + fy', -p)}, {term(sx + ' + fx', -p)}) * F(k, c, fy, fx)
+"""
+
+
+KINDS = [stencil, contraction, strided, triangular, window, conv]
 
 
 def members(text):
@@ -200,8 +229,9 @@ def check(text, work, sizes, bind=""):
         p = run(["cc", "-std=c99", "-O1", f"-I{SRC}/libcore/runtime", c, "-o", exe, "-lm"])
         if p.returncode:
             return f"cc ({target}): {p.stderr.strip()[:2000]}"
+        args = re.search(r"^# run: (.*)$", text, re.M)
         for seed in ["1", "7"]:
-            p = run([exe, seed], timeout=60)
+            p = run([exe, seed] + (args.group(1).split() if args else []), timeout=60)
             if p.returncode or "PASS" not in p.stdout:
                 return f"run ({target}, seed {seed}): {p.stdout.strip()} {p.stderr.strip()}"
     return None
@@ -225,7 +255,8 @@ def main():
         for n in range(count):
             text = KINDS[n % len(KINDS)](r, n)
             kind = KINDS[n % len(KINDS)]
-            sizes = random_sizes(r, members(text), reduced_dims(text) if kind in (contraction, window) else 0)
+            # (A conv keeps its default tiles: the conv rules are what it tests.)
+            sizes = "" if kind is conv else random_sizes(r, members(text), reduced_dims(text) if kind in (contraction, window) else 0)
             # Which points of a register tile a thread owns: polyk-bind's choice, or either.
             bind = r.choice(["", "--points=cyclic", "--points=blocked"])
             err = check(text, work, sizes, bind)
