@@ -303,7 +303,8 @@ enum class Shape { Plain, Stencil, Registers, Window };
 /// H100, bench/results/2026-11-27-h100-conv1x1.txt (fitted on ResNet-50's 15 layers and 6 drawn at
 /// random; the conv tiles' 2 x 2 x 2 points read 2 operands an FMA): ResNet-50's 0.56 -> 1.46x
 /// cuDNN, 16 layers drawn afresh 0.78 -> 1.14x, as fast as the same products written as GEMMs.
-void pointwiseSizes(const std::vector<long long> &extent, long long channels, size_t par, size_t reducedDims, const ConvRoles &roles,
+/// False (sz untouched) where the tiles exceed the grid's or the block's limits.
+bool pointwiseSizes(const std::vector<long long> &extent, long long channels, size_t par, size_t reducedDims, const ConvRoles &roles,
                     long long sms, KernelSizes &sz) {
   const long long oy = extent[roles.y], ox = extent[roles.x];
   auto tiles = [&](long long pk, long long reduce, KernelSizes &out) {
@@ -316,14 +317,15 @@ void pointwiseSizes(const std::vector<long long> &extent, long long channels, si
     const long long n = (ox + pixels - 1) / pixels;
     long long px = ox > wide ? perThread : 1, tx = ((ox + n - 1) / n + px - 1) / px * px;
     if (px > 1 && tx / px < 12) {
-      tx = wide;
+      long long t16 = wide;
       for (long long t = wide; t >= 8; --t)
         if (ox % t == 0) {
-          tx = t;
+          t16 = t;
           break;
         }
-      px = ox >= tx * perThread ? perThread : 1;
-      tx *= px;
+      const long long p16 = ox >= t16 * perThread ? perThread : 1;
+      // (Not where it takes more tiles: 17 as one of 18, not 16 + 1.)
+      if ((ox + t16 * p16 - 1) / (t16 * p16) <= n) px = p16, tx = t16 * p16;
     }
     const long long py = perThread / px;
     long long ty = std::max(py, pixels / tx / py * py);
@@ -374,12 +376,14 @@ void pointwiseSizes(const std::vector<long long> &extent, long long channels, si
   long long blocks = tiles(4, 16, wide);
   if (blocks * std::max<long long>(1, wide.split) < sms) tiles(2, 32, wide);
   else if (2 * blocks >= 5 * sms && channels >= 256) deep(wide);
-  // (polyk-bind folds the band's members before its last two into the grid's z: at most 65535.)
-  long long z = 1;
-  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + wide.tile[m] - 1) / wide.tile[m];
-  if (z > 65535) return;
+  // (polyk-bind folds the band's members before its last two into the grid's z and the block's:
+  // at most 65535 blocks and 64 threads; the member before the last takes the grid's y.)
+  long long z = 1, threadsZ = 1;
+  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + wide.tile[m] - 1) / wide.tile[m], threadsZ *= wide.block[m];
+  if (z > 65535 || threadsZ > 64 || (par >= 2 && (extent[par - 2] + wide.tile[par - 2] - 1) / wide.tile[par - 2] > 65535)) return false;
   sz.tile = wide.tile, sz.block = wide.block, sz.vector = wide.vector, sz.split = wide.split;
   sz.reduce = wide.reduce;
+  return true;
 }
 
 /// A convolution's register tiles (a padded sum over k, y, x; CNNOpt's RS kernel as polyk's
@@ -429,8 +433,9 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
     if (d != roles.c) filter = std::max(filter, updateExtents[d]), window *= std::max<long long>(1, updateExtents[d]);
   // (The wide tiles' 4 consecutive outputs a thread run along x: x innermost, as NCHW has it.)
   const bool xInner = X == par - 1;
-  if (window == 1 && xInner && roles.c == par)
-    return pointwiseSizes(extent, updateExtents[roles.c], par, updateExtents.size() - par, roles, sms, sz);
+  // (Else, a layout whose tiles it cannot take, the conv tiles below.)
+  if (window == 1 && xInner && roles.c == par && pointwiseSizes(extent, updateExtents[roles.c], par, updateExtents.size() - par, roles, sms, sz))
+    return;
   // (A filter under 3 strides gives a thread's consecutive outputs few inputs in common.)
   const long long stride = roles.stride;
   const bool sparse = stride > 1 && filter < 3 * stride;
