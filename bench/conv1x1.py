@@ -6,7 +6,8 @@ random layers' seed is printed.
 
   here:        python3 bench/conv1x1.py prepare DIR [SEED] [N] [VARIANTS]
                -> DIR/*.yaml and DIR/spec (bench/affine-variants.sh DIR/build DIR/spec)
-               VARIANTS: 'all' (small tiles), 'big' (and large ones) or 'default' (the defaults and the GEMM form)
+               VARIANTS: 'all' (small tiles), 'big' (and large ones), 'default' (the defaults and the GEMM form)
+               or 'inception' (Inception-v3's 1 x 1 layers instead of ResNet-50's, defaults and GEMM form)
   on the GPU:  bench/run-list.sh DIR/build DIR/build/list.txt OUT/run.txt, then
                python3 bench/conv1x1.py peers DIR OUT/run.txt > OUT/peers.txt  (cuDNN in the same process)
   here:        python3 bench/conv1x1.py csv DIR OUT/peers.txt OUT/run.txt RESULT.csv
@@ -25,6 +26,11 @@ import conv_draw  # noqa: E402
 RESNET50 = [(64, 64, 56, 1), (256, 64, 56, 1), (64, 256, 56, 1), (128, 256, 56, 1), (512, 256, 56, 2),
             (128, 512, 28, 1), (512, 128, 28, 1), (256, 512, 28, 1), (1024, 512, 28, 2), (256, 1024, 14, 1),
             (1024, 256, 14, 1), (512, 1024, 14, 1), (2048, 1024, 14, 2), (512, 2048, 7, 1), (2048, 512, 7, 1)]
+
+# Inception-v3's 1 x 1 layers at batch 1 (K, C, input X, stride 1): the 35 x 35, 17 x 17 and 8 x 8 blocks.
+INCEPTION3 = [(64, 192, 35, 1), (48, 192, 35, 1), (64, 256, 35, 1), (48, 256, 35, 1), (64, 288, 35, 1),
+              (192, 768, 17, 1), (128, 768, 17, 1), (160, 768, 17, 1), (320, 1280, 8, 1), (384, 1280, 8, 1),
+              (192, 1280, 8, 1), (448, 1280, 8, 1), (320, 2048, 8, 1), (384, 2048, 8, 1), (192, 2048, 8, 1)]
 
 # Register tiles for a 1 x 1 conv: (k points, k threads, pixels a thread, pixels a block).
 SHAPES = {"a": (4, 16, 4, 64), "b": (8, 8, 4, 64), "d": (4, 16, 8, 128)}
@@ -120,6 +126,8 @@ def prepare(d, seed, n, which):
     rng = random.Random(seed)
     os.makedirs(d, exist_ok=True)
     layers = [(f"rn{i}", *l) for i, l in enumerate(RESNET50)]
+    if which == "inception":
+        layers, which = [(f"in{i}", *l) for i, l in enumerate(INCEPTION3)], "default"
     print(f"seed {seed}, {n} random 1 x 1 layers beside ResNet-50's {len(RESNET50)}")
     for i in range(n):
         K, C, X, _, s = conv_draw.draw(rng)
@@ -178,7 +186,7 @@ def peers(d, run):
             times[m.group(1)] = float(m.group(3))
         elif m.group(2) != "PASS":
             bad.append(m.group(1))
-    variants = ["old", "gemm"] + list(SMALL) + list(SHAPES)
+    variants = ["old", "gemm", "t18"] + list(SMALL) + list(SHAPES)
     print(f"{'layer':6} {'K':>5} {'C':>5} {'X':>3} {'s':>2} {'cuDNN':>7} {'default':>8} " + " ".join(f"{v:>6}" for v in variants))
     best, dflt = [], []
     for f in sorted(os.listdir(d)):
