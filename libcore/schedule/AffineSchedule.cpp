@@ -293,6 +293,15 @@ constexpr long long kConvSplitLength = 2048, kConvSplitShare = 288, kMaxConvSpli
 /// z, their tiles doubled while z would exceed 65535 blocks.
 enum class Shape { Plain, Stencil, Registers, Window };
 
+/// Whether polyk-bind can fold a band's members before its last two into the grid's z and the
+/// block's: at most 65535 blocks and 64 threads.
+bool withinLaunchLimits(const std::vector<long long> &extent, const std::vector<long long> &tile, const std::vector<long long> &block,
+                        size_t par) {
+  long long z = 1, threadsZ = 1;
+  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + tile[m] - 1) / tile[m], threadsZ *= block[m];
+  return z <= 65535 && threadsZ <= 64;
+}
+
 /// A 1 x 1 convolution's tiles (no window: a product over the input channels, as a GEMM's of
 /// output channels by pixels): 64 output channels a block, 4 a thread, by about 32 pixels: rows of
 /// up to 16 whole, 2 a thread along y; longer rows in tiles of at most 32, 2 a thread along x;
@@ -307,6 +316,22 @@ enum class Shape { Plain, Stencil, Registers, Window };
 bool pointwiseSizes(const std::vector<long long> &extent, long long channels, size_t par, size_t reducedDims, const ConvRoles &roles,
                     long long sms, KernelSizes &sz) {
   const long long oy = extent[roles.y], ox = extent[roles.x];
+  // The largest divisor of the row from `hi` down to `lo`, or 0.
+  auto divisor = [&](long long hi, long long lo) {
+    for (long long t = hi; t >= lo; --t)
+      if (ox % t == 0) return t;
+    return 0LL;
+  };
+  // 16 threads along k with `pk` channels each; rows of `ty` and `tx` outputs, `py` and `px` a thread.
+  auto place = [&](KernelSizes &out, long long pk, long long ty, long long py, long long tx, long long px, long long reduce) {
+    out.tile.assign(par, 1), out.block.assign(par, 1);
+    out.tile[roles.k] = 16 * pk, out.block[roles.k] = 16;
+    out.tile[roles.y] = ty, out.block[roles.y] = ty / py;
+    out.tile[roles.x] = tx, out.block[roles.x] = tx / px;
+    out.split = 0;
+    out.reduce.assign(reducedDims, 1);
+    out.reduce[0] = std::max<long long>(1, std::min(channels, reduce));
+  };
   auto tiles = [&](long long pk, long long reduce, KernelSizes &out) {
     const long long pixels = 32, perThread = 2, wide = pixels / perThread;
     // (Rows of up to 16 outputs whole, 2 rows a thread; longer rows in the fewest tiles of at most
@@ -317,33 +342,21 @@ bool pointwiseSizes(const std::vector<long long> &extent, long long channels, si
     const long long n = (ox + pixels - 1) / pixels;
     long long px = ox > wide ? perThread : 1, tx = ((ox + n - 1) / n + px - 1) / px * px;
     if (px > 1 && tx / px < 12) {
-      long long t16 = wide;
-      for (long long t = wide; t >= 8; --t)
-        if (ox % t == 0) {
-          t16 = t;
-          break;
-        }
-      const long long p16 = ox >= t16 * perThread ? perThread : 1;
+      const long long t16 = divisor(wide, 8) ? divisor(wide, 8) : wide, p16 = ox >= t16 * perThread ? perThread : 1;
       // (Not where it takes more tiles: 17 as one of 18, not 16 + 1.)
       if ((ox + t16 * p16 - 1) / (t16 * p16) <= n) px = p16, tx = t16 * p16;
     }
     const long long py = perThread / px;
-    long long ty = std::max(py, pixels / tx / py * py);
-    ty = std::min(ty, (oy + py - 1) / py * py);
-    out.tile.assign(par, 1), out.block.assign(par, 1), out.vector = 1;
-    out.tile[roles.k] = 16 * pk, out.block[roles.k] = 16;
-    out.tile[roles.y] = ty, out.block[roles.y] = ty / py;
-    out.tile[roles.x] = tx, out.block[roles.x] = tx / px;
+    const long long ty = std::min(std::max(py, pixels / tx / py * py), (oy + py - 1) / py * py);
+    place(out, pk, ty, py, tx, px, reduce);
+    out.vector = 1;
     long long blocks = 1, threads = 1;
     for (size_t m = 0; m < par; ++m) blocks *= (extent[m] + out.tile[m] - 1) / out.tile[m], threads *= out.block[m];
-    const long long slots = 2 * sms, tilesC = (channels + reduce - 1) / reduce;
-    out.split = 0;
     if (blocks * threads < sms * 256) {
+      const long long slots = 2 * sms, tilesC = (channels + reduce - 1) / reduce;
       long long S = std::min({(4 * slots + blocks - 1) / blocks, tilesC, channels / kSplitShare, kMaxConvSplit});
       if (S >= 2) out.split = S;
     }
-    out.reduce.assign(reducedDims, 1);
-    out.reduce[0] = std::max<long long>(1, std::min(channels, reduce));
     return blocks;
   };
   // A grid of 2.5 waves or more unsplit, with a long reduction (256 channels or more): 4 x 4 points a thread,
@@ -353,36 +366,20 @@ bool pointwiseSizes(const std::vector<long long> &extent, long long channels, si
   // 631 x 34^2 79.2 -> 57.2 us, 727 x 500 x 53^2 156.5 -> 126.2, batch 8 of 512 x 1024 x 14^2
   // 129.3 -> 109.8; 256 x 64 x 56^2, short, 13.6 against 14.0).
   auto deep = [&](KernelSizes &out) {
-    long long tx = ox;
-    if (ox > 32) {
-      tx = 32;
-      for (long long t = 32; t >= 16; --t)
-        if (ox % t == 0) {
-          tx = t;
-          break;
-        }
-    }
+    const long long tx = ox <= 32 ? ox : divisor(32, 16) ? divisor(32, 16) : 32;
     const long long px = tx % 4 == 0 ? 4 : tx % 2 == 0 ? 2 : 1, py = 4 / px;
-    const long long ty = std::min(std::max(py, 64 / tx / py * py), (oy + py - 1) / py * py);
-    out.tile.assign(par, 1), out.block.assign(par, 1);
-    out.tile[roles.k] = 64, out.block[roles.k] = 16;
-    out.tile[roles.y] = ty, out.block[roles.y] = ty / py;
-    out.tile[roles.x] = tx, out.block[roles.x] = tx / px;
-    out.vector = px, out.split = 0;
-    out.reduce.assign(reducedDims, 1);
-    out.reduce[0] = std::min<long long>(channels, 16);
+    place(out, 4, std::min(std::max(py, 64 / tx / py * py), (oy + py - 1) / py * py), py, tx, px, 16);
+    out.vector = px;
   };
-  KernelSizes wide;
-  long long blocks = tiles(4, 16, wide);
-  if (blocks * std::max<long long>(1, wide.split) < sms) tiles(2, 32, wide);
-  else if (2 * blocks >= 5 * sms && channels >= 256) deep(wide);
-  // (polyk-bind folds the band's members before its last two into the grid's z and the block's:
-  // at most 65535 blocks and 64 threads; the member before the last takes the grid's y.)
-  long long z = 1, threadsZ = 1;
-  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + wide.tile[m] - 1) / wide.tile[m], threadsZ *= wide.block[m];
-  if (z > 65535 || threadsZ > 64 || (par >= 2 && (extent[par - 2] + wide.tile[par - 2] - 1) / wide.tile[par - 2] > 65535)) return false;
-  sz.tile = wide.tile, sz.block = wide.block, sz.vector = wide.vector, sz.split = wide.split;
-  sz.reduce = wide.reduce;
+  KernelSizes best;
+  long long blocks = tiles(4, 16, best);
+  if (blocks * std::max<long long>(1, best.split) < sms) tiles(2, 32, best);
+  else if (2 * blocks >= 5 * sms && channels >= 256) deep(best);
+  // (The member before the last takes the grid's y: at most 65535 blocks.)
+  if (!withinLaunchLimits(extent, best.tile, best.block, par) ||
+      (par >= 2 && (extent[par - 2] + best.tile[par - 2] - 1) / best.tile[par - 2] > 65535))
+    return false;
+  sz.tile = best.tile, sz.block = best.block, sz.vector = best.vector, sz.split = best.split, sz.reduce = best.reduce;
   return true;
 }
 
@@ -466,11 +463,7 @@ void convSizes(const std::vector<long long> &extent, const std::vector<long long
   } else {
     tile = place(8, 8, 32), block = place(4, 4, 16);
   }
-  // (polyk-bind folds the band's members before its last two into the grid's z and the block's:
-  // at most 65535 blocks and 64 threads.)
-  long long z = 1, threadsZ = 1;
-  for (size_t m = 0; m + 2 < par; ++m) z *= (extent[m] + tile[m] - 1) / tile[m], threadsZ *= block[m];
-  if (z > 65535 || threadsZ > 64) return;
+  if (!withinLaunchLimits(extent, tile, block, par)) return;
   sz.tile = tile;
   sz.block = block;
   sz.vector = rs ? 4 : 1;
@@ -1216,7 +1209,6 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
       long long threads = 1;
       for (size_t m = 0; m < par; ++m) threads *= ((extents[m] + sz.tile[m] - 1) / sz.tile[m]) * sz.block[m];
       std::vector<long long> reduce(updateExtents.begin() + (long)par, updateExtents.end());
-      // (The input channels: convRoles' c where it found one, else the first reduced dim.)
       // (Split-K shares out the first reduced member's tiles: the input channels where they come
       // first, convRoles' c; a padded sum it found no roles in, its first reduced dim.)
       const bool channelsFirst = !convs[k].ok || convs[k].c == par;
