@@ -41,6 +41,9 @@ std::string replaceWord(const std::string &text, const std::string &word, const 
 
 namespace {
 
+/// Below this fraction of whole-tile blocks (at the program's parameter values) a kernel with
+/// whole and partial tiles takes one version, its stores guarded (fullBlockFraction).
+constexpr double kOneVersionBelow = 0.7;
 
 std::string params(const Scop &s, bool cuda) {
   std::string p;
@@ -277,6 +280,44 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
     full = full.subtract(blocks.intersect(atIds).params());
   }
   return full.intersect(affineMappingContext(kc, ids)).coalesce();
+}
+
+/// The fraction of the blocks of `some` that lie in `full` at the program's parameter values,
+/// taken along each block id (both sets are boxes of blocks; sets of parameters).
+double fullBlockFraction(const Scop &s, const isl::set &full, const isl::set &some) {
+  std::string names, fix;
+  for (const auto &[p, v] : s.params) {
+    names += (names.empty() ? "" : ", ") + p;
+    fix += (fix.empty() ? "" : " and ") + p + " = " + std::to_string(v);
+  }
+  isl::set values(islCtx(), "[" + names + "] -> { : " + (fix.empty() ? "true" : fix) + " }");
+  // The values block id `id` takes in `set`: max - min + 1 (0 where none; 1 where `set` does not
+  // name it). (The intersection may reorder the parameters.)
+  auto count = [&](const isl::set &set, const std::string &id) -> double {
+    isl::set fixed = set.intersect_params(values);
+    int p = isl_set_find_dim_by_name(fixed.get(), isl_dim_param, id.c_str());
+    if (p < 0) return 1;
+    isl_set *one = isl_set_copy(fixed.get());
+    unsigned n = (unsigned)isl_set_dim(one, isl_dim_param);
+    one = isl_set_project_out(one, isl_dim_param, (unsigned)p + 1, n - (unsigned)p - 1);
+    one = isl_set_project_out(one, isl_dim_param, 0, (unsigned)p);
+    one = isl_set_move_dims(one, isl_dim_set, 0, isl_dim_param, 0, 1);
+    isl::set box = isl::manage(one);
+    if (box.is_empty()) return 0;
+    isl::aff var = isl::manage(isl_aff_var_on_domain(isl_local_space_from_space(box.get_space().release()), isl_dim_set, 0));
+    isl::val lo = box.min_val(var), hi = box.max_val(var);
+    if (!lo.is_int() || !hi.is_int()) return 1;
+    return (double)(hi.get_num_si() - lo.get_num_si() + 1);
+  };
+  double fraction = 1;
+  unsigned n = (unsigned)isl_set_dim(some.get(), isl_dim_param);
+  for (unsigned p = 0; p < n; ++p) {
+    std::string id = isl::manage(isl_set_get_dim_id(some.get(), isl_dim_param, p)).name();
+    if (id.rfind("b_", 0) != 0) continue;
+    double all = count(some, id);
+    if (all > 0) fraction *= count(full, id) / all;
+  }
+  return fraction;
 }
 
 /// Whether some parameter (a block or thread id, or a program parameter) takes a single value in
@@ -551,7 +592,12 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       isl::ast_expr e = isl::manage(isl_ast_build_expr_from_set(build.get(), blocks.copy()));
       return islExprToC(e.get());
     };
-    std::string o2 = o + "  if (" + expr(full) + ") {\n" + whole + "  } else";
+    // Where many blocks are partial, one version: with two, the blocks of both kinds on a
+    // multiprocessor run twice the code, and a large kernel's instruction fetch stalls (27 % of a
+    // drawn contraction's stalls, ncu); a 6-d contraction drawn at random ran 1.0-1.7x as fast
+    // (bench/results/2026-11-27-h100-one-version.txt).
+    bool one = fullBlockFraction(s, full.intersect(context), some) < kOneVersionBelow;
+    std::string o2 = one ? o + " " : o + "  if (" + expr(full) + ") {\n" + whole + "  } else";
     isl::set rest = context.subtract(some);
     if (rest.is_empty()) return o2 + " {\n" + partial + "  }\n";
     std::string general = printer.print(withMarks(isl::ast_build::from_context(rest)).node_from(restricted), 2);
