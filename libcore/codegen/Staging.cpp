@@ -61,6 +61,7 @@ bool vectorCopy(const SharedTile &t, const TensorDecl &tensor, Dialect d, std::s
 /// FMAs).
 struct GroupParts {
   std::string coords, cond, global, local;
+  std::string outer; // cond without the innermost dim (a run's elements are checked one by one)
 };
 
 GroupParts groupParts(const SharedTile &t, const TensorDecl &tensor, int lanes, const std::function<std::string(size_t)> &offset,
@@ -79,6 +80,7 @@ GroupParts groupParts(const SharedTile &t, const TensorDecl &tensor, int lanes, 
   for (size_t i = 0; i < n; ++i) {
     std::string x = "x" + std::to_string(i), g = "g" + std::to_string(i);
     p.cond += std::string(i ? " && " : "") + "0 <= " + g + " && " + g + " < " + tensor.shape[i].str();
+    if (i + 1 < n) p.outer = p.cond;
     p.global = i == 0 ? g : "(" + p.global + ") * " + tensor.shape[i].str() + " + " + g;
     p.local += std::string(i ? " + " : "") + x + (t.stride[i] == 1 ? "" : " * " + std::to_string(t.stride[i]));
   }
@@ -338,7 +340,7 @@ std::string prefetchingCopy(const Scop &s, const Staging &st, const KernelConfig
 /// bytes, or 16 for a group of 4 f32 where the copy's rows are aligned), the others hold the
 /// padding or are skipped. The mapped C copies them plainly.
 std::string asyncTile(const SharedTile &t, const TensorDecl &tensor, int lanes, const std::function<std::string(size_t)> &offset,
-                      const std::string &target, const std::string &in, Dialect d, long long threads) {
+                      const std::string &target, const std::string &in, Dialect d, long long threads, bool run = false) {
   bool cuda = d == Dialect::Cuda;
   std::string o = in + "for (unsigned e = " + threadId(d) + "; e < " + std::to_string(copyShape(t, lanes, 1).groups) + "; e += " +
                   std::to_string(cuda ? threads : 1) + ") {\n" + in + "  unsigned rest = e;\n";
@@ -352,11 +354,30 @@ std::string asyncTile(const SharedTile &t, const TensorDecl &tensor, int lanes, 
     rhs.push_back(t.tensor + "[" + p.global + (k ? " + " + std::to_string(k) : "") + "]");
   }
   std::string copy;
+  auto one = [&](int k) { return cuda ? "polyk::cp_async<" + bytes + ">(&" + lhs[k] + ", &" + rhs[k] + "); " : lhs[k] + " = " + rhs[k] + "; "; };
+  if (run) {
+    // A run of `lanes` elements along the innermost dim, each checked against the tensor's row
+    // (rows of any length; the run's place and outer bounds computed once).
+    std::string last = "g" + std::to_string(t.size.size() - 1), extent = tensor.shape.back().str();
+    o += in + "  if (" + (p.outer.empty() ? "true" : p.outer) + ") {\n";
+    for (int k = 0; k < lanes; ++k) {
+      std::string at = k ? "(" + last + " + " + std::to_string(k) + ")" : last;
+      o += in + "    if (0 <= " + at + " && " + at + " < " + extent + ") { " + one(k) + "}";
+      o += tensor.padding ? " else { " + lhs[k] + " = " + padding + "; }\n" : "\n";
+    }
+    o += in + "  }";
+    if (tensor.padding) {
+      o += " else { ";
+      for (int k = 0; k < lanes; ++k) o += lhs[k] + " = " + padding + "; ";
+      o += "}";
+    }
+    return o + "\n" + in + "}\n";
+  }
   if (!cuda)
-    for (int k = 0; k < lanes; ++k) copy += lhs[k] + " = " + rhs[k] + "; ";
+    for (int k = 0; k < lanes; ++k) copy += one(k);
   else if (lanes == 4 && alignedRows(t)) copy = "polyk::cp_async<16>(&" + lhs[0] + ", &" + rhs[0] + "); ";
   else
-    for (int k = 0; k < lanes; ++k) copy += "polyk::cp_async<" + bytes + ">(&" + lhs[k] + ", &" + rhs[k] + "); ";
+    for (int k = 0; k < lanes; ++k) copy += one(k);
   o += in + "  if (" + p.cond + ") { " + copy + "}";
   if (tensor.padding) {
     o += " else { ";
@@ -385,12 +406,16 @@ std::string asyncCopy(const Scop &s, const Staging &st, const KernelConfig &kc, 
       const TensorDecl &tensor = *s.tensor(t.tensor);
       auto at = [&](size_t i) { return offset(t, i); };
       std::string runtime;
+      // Element by element: runs of 4 (or 2) along the innermost dim where the tile's extent there
+      // allows, each element checked.
+      int run = t.size.back() % 4 == 0 ? 4 : t.size.back() % 2 == 0 ? 2 : 1;
+      auto scalar = [&](const std::string &indent) { return asyncTile(t, tensor, run, at, target(t), indent, d, blockThreads(kc), run > 1); };
       if (!vectorCopy(t, tensor, d, &runtime)) {
-        c += asyncTile(t, tensor, 1, at, target(t), in, d, blockThreads(kc));
+        c += scalar(in);
         continue;
       }
       c += in + "if (" + runtime + ") {\n" + asyncTile(t, tensor, 4, at, target(t), in + "  ", d, blockThreads(kc)) + in + "} else {\n" +
-           asyncTile(t, tensor, 1, at, target(t), in + "  ", d, blockThreads(kc)) + in + "}\n";
+           scalar(in + "  ") + in + "}\n";
     }
     return c;
   };
