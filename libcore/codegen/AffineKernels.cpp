@@ -595,7 +595,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     // Where many blocks are partial, one version: with two, the blocks of both kinds on a
     // multiprocessor run twice the code, and a large kernel's instruction fetch stalls (27 % of a
     // drawn contraction's stalls, ncu); a 6-d contraction drawn at random ran 1.0-1.7x as fast
-    // (bench/results/2026-11-27-h100-one-version.txt).
+    // (bench/results/2026-11-28-h100-one-version.txt).
     bool one = fullBlockFraction(s, full.intersect(context), some) < kOneVersionBelow;
     std::string o2 = one ? o + " " : o + "  if (" + expr(full) + ") {\n" + whole + "  } else";
     isl::set rest = context.subtract(some);
