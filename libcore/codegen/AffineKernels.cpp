@@ -123,7 +123,13 @@ isl::schedule isolateReducedTiles(const isl::schedule &sched, const Scop &scop) 
     isl::set dom(ctx, scop.statement(stmts[0])->domain);
     unsigned r = sz.reduce.size(), par = dom.tuple_dim() - r;
     // The reduced dims' values, and the tiles all of whose points are among them.
-    isl::set reduced = isl::manage(isl_set_reset_tuple_id(isl_set_project_out(dom.release(), isl_dim_set, 0, par)));
+    isl::set reduced = isl::manage(isl_set_reset_tuple_id(isl_set_project_out(dom.copy(), isl_dim_set, 0, par)));
+    // Only where they are the same at every outer point (a box of reductions): a band's reduction
+    // (g from a to a + 3) has no whole tile for any given a, and isolating the tiles whole over
+    // all a took isl past its budget (the banded 6-d contraction: 27 s in the AST build).
+    isl::set outerPart = isl::manage(isl_set_reset_tuple_id(isl_set_project_out(dom.copy(), isl_dim_set, par, r)));
+    isl::set product = isl::manage(isl_set_flat_product(outerPart.copy(), reduced.copy()));
+    if (!product.is_equal(isl::manage(isl_set_reset_tuple_id(dom.copy())))) continue;
     std::string kt, p, cons;
     for (unsigned m = 0; m < r; ++m) {
       std::string R = std::to_string(sz.reduce[m]);
