@@ -288,6 +288,15 @@ isl::set fullTiles(const Scop &s, const isl::schedule &bound, int k, const Kerne
   return full.intersect(affineMappingContext(kc, ids)).coalesce();
 }
 
+/// The values parameter `p` of `set` takes, as a set of one dim (the other parameters projected out).
+isl::set paramValues(const isl::set &set, unsigned p) {
+  isl_set *one = isl_set_copy(set.get());
+  unsigned n = (unsigned)isl_set_dim(one, isl_dim_param);
+  one = isl_set_project_out(one, isl_dim_param, p + 1, n - p - 1);
+  one = isl_set_project_out(one, isl_dim_param, 0, p);
+  return isl::manage(isl_set_move_dims(one, isl_dim_set, 0, isl_dim_param, 0, 1));
+}
+
 /// The fraction of the blocks of `some` that lie in `full` at the program's parameter values,
 /// taken along each block id (both sets are boxes of blocks; sets of parameters).
 double fullBlockFraction(const Scop &s, const isl::set &full, const isl::set &some) {
@@ -303,12 +312,7 @@ double fullBlockFraction(const Scop &s, const isl::set &full, const isl::set &so
     isl::set fixed = set.intersect_params(values);
     int p = isl_set_find_dim_by_name(fixed.get(), isl_dim_param, id.c_str());
     if (p < 0) return 1;
-    isl_set *one = isl_set_copy(fixed.get());
-    unsigned n = (unsigned)isl_set_dim(one, isl_dim_param);
-    one = isl_set_project_out(one, isl_dim_param, (unsigned)p + 1, n - (unsigned)p - 1);
-    one = isl_set_project_out(one, isl_dim_param, 0, (unsigned)p);
-    one = isl_set_move_dims(one, isl_dim_set, 0, isl_dim_param, 0, 1);
-    isl::set box = isl::manage(one);
+    isl::set box = paramValues(fixed, (unsigned)p);
     if (box.is_empty()) return 0;
     isl::aff var = isl::manage(isl_aff_var_on_domain(isl_local_space_from_space(box.get_space().release()), isl_dim_set, 0));
     isl::val lo = box.min_val(var), hi = box.max_val(var);
@@ -329,16 +333,7 @@ double fullBlockFraction(const Scop &s, const isl::set &full, const isl::set &so
 /// Whether some parameter (a block or thread id, or a program parameter) takes a single value in
 /// `narrow` but not in `wide`.
 bool pinsAnId(const isl::set &narrow, const isl::set &wide) {
-  auto single = [](const isl::set &set, unsigned p) {
-    isl_set *one = isl_set_copy(set.get());
-    unsigned n = (unsigned)isl_set_dim(one, isl_dim_param);
-    one = isl_set_project_out(one, isl_dim_param, p + 1, n - p - 1);
-    one = isl_set_project_out(one, isl_dim_param, 0, p);
-    one = isl_set_move_dims(one, isl_dim_set, 0, isl_dim_param, 0, 1);
-    isl_bool is = isl_set_is_singleton(one);
-    isl_set_free(one);
-    return is == isl_bool_true;
-  };
+  auto single = [](const isl::set &set, unsigned p) { return isl_set_is_singleton(paramValues(set, p).get()) == isl_bool_true; };
   unsigned n = (unsigned)isl_set_dim(narrow.get(), isl_dim_param);
   for (unsigned p = 0; p < n; ++p) {
     if (!single(narrow, p)) continue;
@@ -589,8 +584,13 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
     isl::ast_node wholeAst = fullBuild.node_from(restrictedUnrolled);
     if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    // Where many blocks are partial, one version: with two, the blocks of both kinds on a
+    // multiprocessor run twice the code, and a large kernel's instruction fetch stalls (27 % of a
+    // drawn contraction's stalls, ncu); a 6-d contraction drawn at random ran 1.0-1.7x as fast
+    // (bench/results/2026-11-28-h100-one-version.txt).
+    const bool one = fullBlockFraction(s, full.intersect(context), some) < kOneVersionBelow;
     wholeTile = true;
-    std::string whole = printer.print(wholeAst, 2);
+    std::string whole = one ? "" : printer.print(wholeAst, 2);
     guarded = true;
     std::string partial = printer.print(wholeAst, 2);
     guarded = false, wholeTile = false;
@@ -598,11 +598,6 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       isl::ast_expr e = isl::manage(isl_ast_build_expr_from_set(build.get(), blocks.copy()));
       return islExprToC(e.get());
     };
-    // Where many blocks are partial, one version: with two, the blocks of both kinds on a
-    // multiprocessor run twice the code, and a large kernel's instruction fetch stalls (27 % of a
-    // drawn contraction's stalls, ncu); a 6-d contraction drawn at random ran 1.0-1.7x as fast
-    // (bench/results/2026-11-28-h100-one-version.txt).
-    bool one = fullBlockFraction(s, full.intersect(context), some) < kOneVersionBelow;
     std::string o2 = one ? o + " " : o + "  if (" + expr(full) + ") {\n" + whole + "  } else";
     isl::set rest = context.subtract(some);
     if (rest.is_empty()) return o2 + " {\n" + partial + "  }\n";

@@ -98,20 +98,11 @@ TEST(Tune, GenerationCountsWhatBruteForceCounts) {
   }
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define POLYK_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define POLYK_UNDER_ASAN 1
-#endif
-
 TEST(Tune, ProgramSpacesHoldTheirDefaults) {
   std::vector<const char *> examples{"blas/gemm.yaml", "panamera/sg4.yaml", "softmax.yaml"};
-#ifndef POLYK_UNDER_ASAN
-  // The contractions' trees take 14 and 12 million leaves to count: 8 s here, about 170 s under
-  // ASan, where the three small spaces check the same code.
+#ifndef POLYK_SANITIZED
+  // The contractions' trees take 14 and 12 million leaves to count: 8 s here, about 170 s in the
+  // sanitizer build (POLYK_SANITIZE), where the three small spaces check the same code.
   examples.insert(examples.end(), {"contraction/abcd_aebf_dfce.yaml", "contraction/abcdef_gdab_efgc.yaml"});
 #endif
   for (const char *example : examples) {
