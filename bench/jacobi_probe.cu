@@ -2,6 +2,10 @@
 // floor on the GPU, before teaching polyk's stages one of them. Each kernel's output is compared
 // bit for bit with the plain one-point-a-thread kernel (same expression order).
 //   nvcc -O3 -arch=sm_90 bench/jacobi_probe.cu -o jp && ./jp [N]
+// vec_k (4 consecutive k a thread as float4s, the k neighbours by shuffles, 4 planes a thread)
+// runs at the probe's own copy speed (378 us, 2026-11-28); run_k is what per-point scalar reads
+// give: nvcc merges none of them into vectors, even with the pointers and N known aligned (its
+// PTX has no ld.global.v4), so polyk-emit prints the vectors itself (emitRegisterStreamed).
 #include <cuda_runtime.h>
 #include "probe.h"
 #include <algorithm>
@@ -87,6 +91,80 @@ __global__ void __launch_bounds__(BX * BY) smem_k(int N, const float *__restrict
   }
 }
 
+
+// Four consecutive k a thread (float4 reads and stores), the k neighbours from the lanes beside
+// it (shuffles; a warp's end lanes read the one element past it). MARCH: each thread walks C
+// planes along i with its i neighbours in registers; otherwise one plane a thread (C = 1).
+__device__ __forceinline__ float4 ld4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+template <int C>
+__global__ void vec_k(int N, const float *__restrict__ A, float *__restrict__ B) {
+  const int k0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  const int j = blockIdx.y * blockDim.y + threadIdx.y;
+  const int i0 = blockIdx.z * C;
+  const int lane = threadIdx.x & 31;
+  if (j < 1 || j >= N - 1) return; // (a warp shares its j)
+  const int s = N, t = N * N;
+  const int lo = max(i0, 1), hi = min(i0 + C, N - 1);
+  if (lo >= hi) return;
+  const bool kin = k0 < N;
+  size_t off = (size_t)lo * t + (size_t)j * s + (kin ? k0 : 0);
+  float4 prev = ld4(A + off - t), cur = ld4(A + off);
+#pragma unroll 4
+  for (int i = lo; i < hi; ++i) {
+    const float4 next = ld4(A + off + t), up = ld4(A + off - s), dn = ld4(A + off + s);
+    float left = __shfl_up_sync(0xffffffffu, cur.w, 1), right = __shfl_down_sync(0xffffffffu, cur.x, 1);
+    if (lane == 0) left = k0 > 0 ? A[off - 1] : 0.f;
+    if (lane == 31) right = k0 + 4 < N ? A[off + 4] : 0.f;
+    float4 o;
+    o.x = F(0, cur.x, prev.x, next.x, up.x, dn.x, left, cur.y);
+    o.y = F(0, cur.y, prev.y, next.y, up.y, dn.y, cur.x, cur.z);
+    o.z = F(0, cur.z, prev.z, next.z, up.z, dn.z, cur.y, cur.w);
+    o.w = F(0, cur.w, prev.w, next.w, up.w, dn.w, cur.z, right);
+    if (kin) {
+      if (k0 >= 1 && k0 + 4 <= N - 1) {
+        *reinterpret_cast<float4 *>(B + off) = o;
+      } else {
+        const float v[4] = {o.x, o.y, o.z, o.w};
+        for (int e = 0; e < 4; ++e)
+          if (k0 + e >= 1 && k0 + e < N - 1) B[off + e] = v[e];
+      }
+    }
+    prev = cur;
+    cur = next;
+    off += t;
+  }
+}
+
+// What polyk's stages would print for runs of 4 along k: a thread's C x 4 points unrolled, each
+// point reading its 7 values as scalars; in the aligned instance the base pointers are assumed
+// 16-byte aligned and N a multiple of 4, so nvcc may merge a run's reads into vectors.
+template <int C, bool ALIGNED>
+__global__ void run_k(int N_, const float *__restrict__ A_, float *__restrict__ B_) {
+  const int N = ALIGNED ? (N_ >> 2) << 2 : N_;
+  const float *__restrict__ A = ALIGNED ? (const float *)__builtin_assume_aligned(A_, 16) : A_;
+  float *__restrict__ B = ALIGNED ? (float *)__builtin_assume_aligned(B_, 16) : B_;
+  const int k0 = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  const int j = blockIdx.y * blockDim.y + threadIdx.y;
+  const int i0 = blockIdx.z * C;
+  const size_t s = N, t = (size_t)N * N;
+#define S0(i, j, k) B[(i) * t + (j) * s + (k)] = F(0, A[(i) * t + (j) * s + (k)], A[((i) - 1) * t + (j) * s + (k)], \
+    A[((i) + 1) * t + (j) * s + (k)], A[(i) * t + ((j) - 1) * s + (k)], A[(i) * t + ((j) + 1) * s + (k)],             \
+    A[(i) * t + (j) * s + (k) - 1], A[(i) * t + (j) * s + (k) + 1])
+  if (i0 >= 1 && i0 + C <= N - 1 && j >= 1 && j < N - 1 && k0 >= 4 && k0 + 4 <= N - 4) {
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) S0((size_t)(i0 + c), (size_t)j, (size_t)(k0 + e));
+  } else {
+    for (int c = 0; c < C; ++c)
+      for (int e = 0; e < 4; ++e) {
+        int i = i0 + c, k = k0 + e;
+        if (i >= 1 && i < N - 1 && j >= 1 && j < N - 1 && k >= 1 && k < N - 1) S0((size_t)i, (size_t)j, (size_t)k);
+      }
+  }
+#undef S0
+}
+
 int main(int argc, char **argv) {
   const int N = argc > 1 ? atoi(argv[1]) : 512;
   const size_t n = (size_t)N * N * N;
@@ -137,5 +215,19 @@ int main(int argc, char **argv) {
        [&] { smem_k<BX, BY, C><<<dim3((N + BX - 1) / BX, (N + BY - 1) / BY, (N + C - 1) / C), dim3(BX, BY)>>>(N, A, B); }, \
        true);
   SMEM(16, 32, 8) SMEM(32, 32, 8) SMEM(64, 32, 8) SMEM(32, 64, 4) SMEM(32, 32, 16) SMEM(64, 64, 8)
+#define VEC(C, BY)                                                                                               \
+  time("vec_c" #C "_128x" #BY,                                                                                   \
+       [&] { vec_k<C><<<dim3((N / 4 + 127) / 128, (N + BY - 1) / BY, (N + C - 1) / C), dim3(128, BY)>>>(N, A, B); }, \
+       true);
+  VEC(1, 1) VEC(1, 2) VEC(1, 4) VEC(2, 2) VEC(4, 1) VEC(4, 2) VEC(8, 1) VEC(8, 2) VEC(8, 4) VEC(16, 1) VEC(16, 2)
+  VEC(16, 4) VEC(32, 1) VEC(32, 2) VEC(64, 1) VEC(64, 2)
+#define RUN(C, BY)                                                                                               \
+  time("run_c" #C "_128x" #BY,                                                                                   \
+       [&] { run_k<C, true><<<dim3((N / 4 + 127) / 128, (N + BY - 1) / BY, (N + C - 1) / C), dim3(128, BY)>>>(N, A, B); }, \
+       true);                                                                                                    \
+  time("run_unaligned_c" #C "_128x" #BY,                                                                         \
+       [&] { run_k<C, false><<<dim3((N / 4 + 127) / 128, (N + BY - 1) / BY, (N + C - 1) / C), dim3(128, BY)>>>(N, A, B); }, \
+       true);
+  RUN(1, 2) RUN(2, 2) RUN(4, 1) RUN(4, 2) RUN(4, 4) RUN(8, 2)
   return 0;
 }

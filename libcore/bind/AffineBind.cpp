@@ -426,7 +426,8 @@ Scop bindAffine(const Scop &in, const BindOptions &options) {
     bool blockedAuto = false;
     for (const auto &name : kc.statements) blockedAuto = blockedAuto || blockedPoints(in, *in.statement(name), n);
     bool blocked = sequence && whole && micro && (options.points == "blocked" || (options.points == "auto" && blockedAuto));
-    if (sz.vector > 1) {
+    // (A streamed stencil's vector is its own: polyk-emit's register streams, TimeTiles.h.)
+    if (sz.vector > 1 && sz.stream <= 0) {
       long long perThread = sz.tile[n - 1] / sz.block[n - 1];
       if (!(sequence && whole && micro))
         sizeError(kname + ": vector[" + std::to_string(sz.vector) + "] applies to register tiles only (a reduction whose tile holds several points a thread)");

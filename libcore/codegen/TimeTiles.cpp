@@ -90,7 +90,7 @@ std::string streamedTensor(const Scop &s) {
   return best;
 }
 
-std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile) {
+std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile, long long vector) {
   if (s.statements.size() != 1) return "the program has " + std::to_string(s.statements.size()) + " statements; streaming takes one";
   const ScopStatement &st = s.statements.front();
   if (st.kind != StmtKind::Assign || !st.epilogue.empty() || st.form != Form::Affine) return "its statement is a reduction";
@@ -122,10 +122,10 @@ std::string streamRefusal(const Scop &s, const std::vector<long long> &block, co
   for (unsigned d = 0; d < rank; ++d) {
     if (below[d] > 8 || above[d] > 8) return "its reads of " + in + " reach more than 8 points along dim " + std::to_string(d);
     if (d > 0) bytes *= std::min<long long>(tile[d], 1 << 20) + below[d] + above[d], threads *= block[d];
-    if (bytes > 48 * 1024 || threads > 1024) break;
+    if ((bytes > 48 * 1024 && vector <= 1) || threads > 1024) break;
   }
   if (threads > 1024) return "its blocks would have more than 1024 threads";
-  if (bytes > 48 * 1024) return "the ring of planes takes more than 49152 bytes of shared memory: smaller blocks";
+  if (bytes > 48 * 1024 && vector <= 1) return "the ring of planes takes more than 49152 bytes of shared memory: smaller blocks";
   return "";
 }
 
@@ -463,12 +463,32 @@ std::optional<StreamPlan> streamPlan(const Scop &s) {
   p.chunk = it->second.stream;
   p.block = it->second.block;
   p.tile = it->second.tile.empty() ? p.block : it->second.tile;
-  if (std::string why = streamRefusal(s, p.block, p.tile); !why.empty()) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "]: " + why);
+  if (std::string why = streamRefusal(s, p.block, p.tile, std::max(1LL, it->second.vector)); !why.empty()) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "]: " + why);
   if (it->second.time > 0) fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] and time[..]: a kernel streams or time-tiles, not both");
   p.statement = &s.statements.front();
   p.in = streamedTensor(s);
   p.out = isl::map(islCtx(), p.statement->write).range_tuple_id().name();
   reachOf(*p.statement, p.in, (unsigned)p.block.size(), p.below, p.above);
+  p.vector = std::max(1LL, it->second.vector);
+  if (p.vector > 1) {
+    // (A thread's points: one of each plane along the middle dim, a run of V along the innermost.)
+    const size_t last = p.block.size() - 1;
+    for (size_t d = 1; d < last; ++d)
+      if (p.tile[d] != p.block[d])
+        fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] with vector[" + std::to_string(p.vector) + "]: a thread takes one point along dim " +
+                             std::to_string(d) + " (tile " + std::to_string(p.tile[d]) + ", block " + std::to_string(p.block[d]) + ")");
+    if (p.tile[last] != p.block[last] * p.vector)
+      fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] with vector[" + std::to_string(p.vector) + "]: the tile along the innermost dim must be " +
+                           std::to_string(p.vector) + " x its block (" + std::to_string(p.block[last] * p.vector) + ", not " + std::to_string(p.tile[last]) + ")");
+    const TensorDecl &inT = *s.tensor(p.in), &outT = *s.tensor(p.out);
+    bool same = inT.shape.size() == outT.shape.size();
+    for (size_t d = 0; same && d < inT.shape.size(); ++d) same = inT.shape[d].str() == outT.shape[d].str();
+    if (!same)
+      fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] with vector[" + std::to_string(p.vector) + "]: " + p.in + " and " + p.out +
+                           " have different shapes (a thread's places in both are one offset)");
+    if (p.vector > 16 || (p.vector & (p.vector - 1)))
+      fail(s.at.sizes, "sizes: stream[" + std::to_string(p.chunk) + "] with vector[" + std::to_string(p.vector) + "]: V is 2, 4, 8 or 16");
+  }
   return p;
 }
 
@@ -588,6 +608,162 @@ std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
   return o;
 }
 
+std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) {
+  const bool cuda = d == Dialect::Cuda;
+  const ScopStatement &st = *p.statement;
+  const TensorDecl &inT = *s.tensor(p.in), &outT = *s.tensor(p.out);
+  const unsigned rank = (unsigned)p.block.size(), last = rank - 1;
+  const long long V = p.vector;
+  const std::string storage = cuda ? cudaStorageType(inT.type) : cStorageType(inT.type);
+  const std::string outStorage = cuda ? cudaStorageType(outT.type) : cStorageType(outT.type);
+  const std::string fn = (s.kernels.empty() ? s.name : s.kernels.front().name) + "_rstream";
+  StencilText text = stencilText(s, st, inT, outT, storage, d);
+  const std::vector<std::string> &names = text.names;
+
+  // The rows the reads of `in` reach: (offset along dim 0, offset along the middle dim) -> the
+  // reach along the innermost dim. A row carried from the plane before (the row one further
+  // along dim 0 at the same middle offset) shares its chain's window: the union of the chain's reach.
+  using Row = std::pair<long long, long long>;
+  std::map<Row, std::pair<long long, long long>> reachOfRow; // row -> (left, right)
+  for (const std::string &r : st.reads)
+    if (isl::map(islCtx(), r).range_tuple_id().name() == p.in) {
+      std::vector<long long> c = *shift(r, rank);
+      Row row{c[0], rank == 3 ? c[1] : 0};
+      auto &lr = reachOfRow[row];
+      lr.first = std::max(lr.first, -c[last]);
+      lr.second = std::max(lr.second, c[last]);
+    }
+  std::map<long long, std::pair<long long, long long>> chain; // middle offset -> window reach
+  for (const auto &[row, lr] : reachOfRow) {
+    auto &w = chain[row.second];
+    w.first = std::max(w.first, lr.first);
+    w.second = std::max(w.second, lr.second);
+  }
+  std::map<Row, std::string> reg;
+  for (const auto &[row, lr] : reachOfRow) reg[row] = "polyk_w" + str((long long)reg.size());
+  auto carried = [&](const Row &row) { return reachOfRow.count({row.first + 1, row.second}) > 0; };
+  auto width = [&](const Row &row) { return chain[row.second].first + V + chain[row.second].second; };
+
+  const std::string x0 = "polyk_x0", y = names.size() == 3 ? "polyk_y" : "";
+  const std::string inner = inT.shape[last].str();
+  // A row's window at plane polyk_i0 + `plane`: V elements from x0 (one vector where aligned), and the reach
+  // on either side, each element checked against the tensor (outside it: the padding).
+  auto load = [&](const Row &row, const std::string &plane) {
+    const long long left = chain[row.second].first, n = width(row);
+    const std::string w = reg.at(row);
+    std::string o = "      {\n        const polyk_idx " + names[0] + " = polyk_i0 + " + plane + " + " + str(row.first);
+    if (rank == 3) o += ", " + names[1] + " = " + y + " + " + str(row.second);
+    o += ";\n        const bool polyk_row = 0 <= " + names[0] + " && " + names[0] + " < " + inT.shape[0].str();
+    if (rank == 3) o += " && 0 <= " + names[1] + " && " + names[1] + " < " + inT.shape[1].str();
+    o += ";\n        const polyk_idx polyk_at = polyk_base + (" + plane + " + " + str(row.first) + ") * polyk_sp" +
+         (rank == 3 ? " + " + str(row.second) + " * polyk_sr" : "") + ";\n";
+    if (cuda) {
+      o += "        if (POLYK_ALIGNED && polyk_row && " + x0 + " + " + str(V) + " <= " + inner + ") {\n";
+      o += "          const polyk::Vec<" + storage + ", " + str(V) + "> polyk_v = polyk::load_vec<" + str(V) + ">(" + p.in + " + polyk_at);\n";
+      o += "          #pragma unroll\n          for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e) " + w + "[" + str(left) + " + polyk_e] = polyk_v[polyk_e];\n";
+      o += "        } else {\n";
+    } else {
+      o += "        {\n";
+    }
+    o += "          " + std::string(cuda ? "#pragma unroll\n          " : "") + "for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e)\n";
+    o += "            " + w + "[" + str(left) + " + polyk_e] = polyk_row && " + x0 + " + polyk_e < " + inner + " ? " + p.in + "[polyk_at + polyk_e] : " + text.padding + ";\n";
+    o += "        }\n";
+    if (n > V) {
+      o += "        " + std::string(cuda ? "#pragma unroll\n        " : "") + "for (int polyk_e = -" + str(left) + "; polyk_e < " + str(n - left) + "; ++polyk_e) {\n";
+      o += "          if (polyk_e >= 0 && polyk_e < " + str(V) + ") continue;\n";
+      o += "          " + w + "[" + str(left) + " + polyk_e] = polyk_row && " + x0 + " + polyk_e >= 0 && " + x0 + " + polyk_e < " + inner + " ? " + p.in +
+           "[polyk_at + polyk_e] : " + text.padding + ";\n        }\n";
+    }
+    return o + "      }\n";
+  };
+
+  Value v = printValue(text.body, d, [&](const Access &a, size_t k) {
+    const TensorDecl &t = *s.tensor(a.tensor);
+    if (a.tensor != p.in) return paddedLoad(t, a, loadElement(d, t.type, a.tensor + "[" + linearIndex(st.reads[k], t) + "]"), true);
+    std::vector<long long> c = *shift(st.reads[k], rank);
+    Row row{c[0], rank == 3 ? c[1] : 0};
+    return loadElement(d, inT.type, reg.at(row) + "[" + str(chain[row.second].first + c[last]) + " + polyk_e]");
+  }, text.types);
+  std::string value = storeValue(d, outT.type, convert(v, computeType(outT.type)));
+
+  std::string body;
+  body += "  const polyk_idx polyk_i0 = (polyk_idx)blockIdx." + std::string(rank == 3 ? "z" : "y") + " * " + str(p.chunk) + ";\n";
+  body += "  const polyk_idx " + x0 + " = ((polyk_idx)blockIdx.x * " + str(p.block[last]) + " + threadIdx.x) * " + str(V) + ";\n";
+  if (rank == 3) body += "  const polyk_idx " + y + " = (polyk_idx)blockIdx.y * " + str(p.block[1]) + " + threadIdx.y;\n";
+  // The thread's first point in the tensors (row-major, both of the output's shape: streamRefusal)
+  // and the strides of a plane and a row: a row's place is then an addition, not a product.
+  body += "  const polyk_idx polyk_sr = " + inT.shape[last].str() + ", polyk_sp = " + (rank == 3 ? inT.shape[1].str() + " * polyk_sr" : std::string("polyk_sr")) + ";\n";
+  body += "  const polyk_idx polyk_base = polyk_i0 * polyk_sp + " + (rank == 3 ? y + " * polyk_sr + " : std::string("")) + x0 + ";\n";
+  body += "  if (" + x0 + " < " + outT.shape[last].str() + (rank == 3 ? " && " + y + " < " + outT.shape[1].str() : "") + ") {\n";
+  for (const auto &[row, w] : reg) body += "    " + storage + " " + w + "[" + str(width(row)) + "];\n";
+  body += "    /* The rows carried from plane to plane, at the first plane. */\n";
+  for (const auto &[row, w] : reg)
+    if (carried(row)) body += load(row, "0");
+  body += "    for (int polyk_c = 0; polyk_c < " + str(p.chunk) + "; ++polyk_c) {\n";
+  body += "      if (polyk_i0 + polyk_c >= " + outT.shape[0].str() + ") break;\n";
+  body += "      /* The rows this plane reads first. */\n";
+  for (const auto &[row, w] : reg)
+    if (!carried(row)) body += load(row, "polyk_c");
+  body += "      " + outStorage + " polyk_o[" + str(V) + "];\n      bool polyk_in[" + str(V) + "], polyk_all = true;\n";
+  body += "      " + std::string(cuda ? "#pragma unroll\n      " : "") + "for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e) {\n";
+  body += "        const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
+  if (rank == 3) body += ", " + names[1] + " = " + y;
+  body += ", " + names[last] + " = " + x0 + " + polyk_e;\n";
+  body += "        polyk_in[polyk_e] = " + names[last] + " < " + outT.shape[last].str() + (rank == 3 ? " && " + names[1] + " < " + outT.shape[1].str() : "") +
+          " && (" + text.inDomain + ");\n";
+  body += "        polyk_all = polyk_all && polyk_in[polyk_e];\n";
+  body += "        if (polyk_in[polyk_e]) polyk_o[polyk_e] = " + value + ";\n      }\n";
+  body += "      {\n        const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
+  if (rank == 3) body += ", " + names[1] + " = " + y;
+  body += ", " + names[last] + " = " + x0 + ";\n";
+  body += "        const polyk_idx polyk_at = polyk_base + polyk_c * polyk_sp;\n";
+  if (cuda) {
+    body += "        if (POLYK_ALIGNED && polyk_all) {\n          polyk::Vec<" + outStorage + ", " + str(V) + "> polyk_v;\n";
+    body += "          #pragma unroll\n          for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e) polyk_v.v[polyk_e] = polyk_o[polyk_e];\n";
+    body += "          *reinterpret_cast<polyk::Vec<" + outStorage + ", " + str(V) + "> *>(" + p.out + " + polyk_at) = polyk_v;\n        } else\n";
+  }
+  body += "        " + std::string(cuda ? "#pragma unroll\n        " : "") + "for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e)\n";
+  body += "          if (polyk_in[polyk_e]) " + p.out + "[polyk_at + polyk_e] = polyk_o[polyk_e];\n      }\n";
+  body += "      /* The next plane's carried rows: each the row one further along " + names[0] + ". */\n";
+  for (const auto &[row, w] : reg)
+    if (carried(row))
+      body += "      " + std::string(cuda ? "#pragma unroll\n      " : "") + "for (int polyk_e = 0; polyk_e < " + str(width(row)) + "; ++polyk_e) " + w +
+              "[polyk_e] = " + reg.at({row.first + 1, row.second}) + "[polyk_e];\n";
+  body += "    }\n  }\n";
+
+  long long threads = 1;
+  for (unsigned r = 1; r < rank; ++r) threads *= p.block[r];
+  std::string o = "/* Streamed in registers (kernel[0] -> stream[" + str(p.chunk) + "], vector[" + str(V) + "]): a thread walks " + str(p.chunk) +
+                  " planes along " + names[0] + " at " + str(V) + " consecutive points along " + names[last] + "; each row of " + p.in +
+                  " its reads reach is a window of registers, carried along " + names[0] + " where it can be. */\n";
+  if (cuda) {
+    o += "template <bool POLYK_ALIGNED>\n__global__ void __launch_bounds__(" + str(threads) + ") " + fn + "(" + affineKernelParams(s, true) + ") {\n";
+    o += body + "}\n\n";
+  } else {
+    o += "static void " + fn + "(" + affineKernelParams(s, false) + ", const polyk_idx polyk_blocks[3]) {\n";
+    o += "  for (polyk_idx bz = 0; bz < polyk_blocks[2]; ++bz)\n  for (polyk_idx by = 0; by < polyk_blocks[1]; ++by)\n";
+    o += "  for (polyk_idx bx = 0; bx < polyk_blocks[0]; ++bx)\n  for (int polyk_t = 0; polyk_t < " + str(threads) + "; ++polyk_t) {\n";
+    o += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz};\n";
+    o += "  const struct { polyk_idx x, y, z; } threadIdx = {polyk_t % " + str(p.block[last]) + ", polyk_t / " + str(p.block[last]) + ", 0};\n";
+    o += body + "  }\n}\n\n";
+  }
+  std::string grid[3] = {"1", "1", "1"};
+  grid[rank == 3 ? 2 : 1] = "(" + outT.shape[0].str() + " + " + str(p.chunk - 1) + ") / " + str(p.chunk);
+  grid[0] = "(" + outT.shape[last].str() + " + " + str(p.tile[last] - 1) + ") / " + str(p.tile[last]);
+  if (rank == 3) grid[1] = "(" + outT.shape[1].str() + " + " + str(p.tile[1] - 1) + ") / " + str(p.tile[1]);
+  std::string call = fn + "(";
+  if (cuda) {
+    // The aligned instance where both tensors start on 16 bytes and their rows hold whole vectors.
+    std::string aligned = "(uintptr_t)" + p.in + " % 16 == 0 && (uintptr_t)" + p.out + " % 16 == 0 && (" + inner + ") % " + str(V) +
+                          " == 0 && (" + outT.shape[last].str() + ") % " + str(V) + " == 0";
+    std::string dims = str(p.block[last]) + ", " + (rank == 3 ? str(p.block[1]) : "1") + ", 1";
+    call = "(" + aligned + " ? " + fn + "<true> : " + fn + "<false>)<<<dim3((unsigned)(" + grid[0] + "), (unsigned)(" + grid[1] + "), (unsigned)(" + grid[2] +
+           ")), dim3(" + dims + "), 0, stream>>>(";
+  }
+  o += launcher(s, cuda, grid, call, "", iterateCode(s, cuda));
+  return o;
+}
+
 std::optional<std::string> stencilKernel(const Scop &s, const EmitOptions &opt, Dialect d) {
   if (std::optional<TimeTilePlan> tt = timeTilePlan(s)) {
     if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
@@ -595,7 +771,7 @@ std::optional<std::string> stencilKernel(const Scop &s, const EmitOptions &opt, 
   }
   if (std::optional<StreamPlan> sp = streamPlan(s)) {
     if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
-    return emitStreamed(s, *sp, d);
+    return sp->vector > 1 ? emitRegisterStreamed(s, *sp, d) : emitStreamed(s, *sp, d);
   }
   return std::nullopt;
 }

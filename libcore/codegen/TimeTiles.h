@@ -40,11 +40,19 @@ struct StreamPlan {
   std::vector<long long> block;    // threads per dim, outermost first (the first 1)
   std::vector<long long> tile;     // a block's points of a plane per dim (the first 1): multiples of block
   std::vector<long long> below, above;
+  /// Consecutive points a thread takes along the innermost dim (`kernel[0] -> vector[V]`): with V
+  /// > 1 the planes stay in registers (emitRegisterStreamed), not in a ring in shared memory.
+  long long vector = 1;
 };
 /// The plan where the sizes ask for streaming (`kernel[0] -> stream[C]`), else none; an
 /// InputError at the sizes where the program cannot take it.
 std::optional<StreamPlan> streamPlan(const Scop &s);
 std::string emitStreamed(const Scop &s, const StreamPlan &p, Dialect d);
+/// Streaming with the planes in registers (`stream[C]` with `vector[V]`, V > 1): a thread owns V
+/// consecutive points along the innermost dim and walks C planes along the outermost; each row its
+/// reads reach is a window of registers (V elements read as one vector where aligned, and the
+/// reach on either side), carried from plane to plane along the outermost dim.
+std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d);
 
 /// The time-tiled or streamed kernel and its launcher where the sizes ask for one, else none
 /// (a UsageError under --partition, which neither takes yet).

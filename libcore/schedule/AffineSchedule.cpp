@@ -1110,7 +1110,7 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         sz.stream = it->second.stream;
         sz.block = it->second.block.empty() ? defaultStreamBlock((unsigned)par) : it->second.block;
         sz.tile = it->second.tile.empty() ? sz.block : it->second.tile;
-        if (std::string why = streamRefusal(scop, sz.block, sz.tile); !why.empty())
+        if (std::string why = streamRefusal(scop, sz.block, sz.tile, std::max(1LL, it->second.vector)); !why.empty())
           throw UsageError("kernel[" + std::to_string(k) + "] -> stream[" + std::to_string(sz.stream) + "]: " + why);
         if (sz.time > 0) throw UsageError("kernel[" + std::to_string(k) + "]: stream and time: a kernel streams or time-tiles, not both");
       } else {

@@ -38,8 +38,9 @@ std::vector<long long> defaultTimeTile(const Scop &s, unsigned rank, long long s
 /// shared-memory planes as deep as the reads reach along the outer dim, plus one (2.5-d blocking:
 /// Micikevicius, GPGPU 2009). Why `s` cannot take it, or "": one statement writing its output at
 /// its own point; one tensor read at constant offsets (the most of them), none past 8 a dim; the
-/// ring within 48 KB.
-std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile);
+/// ring within 48 KB. With `vector` > 1 the planes stay in registers (no ring: codegen/TimeTiles.h,
+/// emitRegisterStreamed).
+std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile, long long vector = 1);
 /// The threads of a streamed kernel where the sizes give none: 1 x 8 x 32 (3-d), 1 x 256 (2-d).
 std::vector<long long> defaultStreamBlock(unsigned rank);
 /// Per dim, how far the streamed tensor's reads reach (below plus above); empty where `s` cannot
