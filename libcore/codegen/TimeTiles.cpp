@@ -645,6 +645,12 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
   auto width = [&](const Row &row) { return chain[row.second].first + V + chain[row.second].second; };
 
   const std::string x0 = "polyk_x0", y = names.size() == 3 ? "polyk_y" : "";
+  // Vectors of at most 16 bytes (a run of 8 f32 is two); none where a run is under 4 bytes.
+  auto chunkOf = [&](DType t) {
+    long long b = dtypeBytes(t), c = std::min(V, 16 / b);
+    return c * b >= 4 ? c : 0LL;
+  };
+  const long long inChunk = chunkOf(inT.type), outChunk = chunkOf(outT.type);
   const std::string inner = inT.shape[last].str();
   // A row's window at plane polyk_i0 + `plane`: V elements from x0 (one vector where aligned), and the reach
   // on either side, each element checked against the tensor (outside it: the padding).
@@ -657,10 +663,12 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
     if (rank == 3) o += " && 0 <= " + names[1] + " && " + names[1] + " < " + inT.shape[1].str();
     o += ";\n        const polyk_idx polyk_at = polyk_base + (" + plane + " + " + str(row.first) + ") * polyk_sp" +
          (rank == 3 ? " + " + str(row.second) + " * polyk_sr" : "") + ";\n";
-    if (cuda) {
+    if (cuda && inChunk > 0) {
       o += "        if (POLYK_ALIGNED && polyk_row && " + x0 + " + " + str(V) + " <= " + inner + ") {\n";
-      o += "          const polyk::Vec<" + storage + ", " + str(V) + "> polyk_v = polyk::load_vec<" + str(V) + ">(" + p.in + " + polyk_at);\n";
-      o += "          #pragma unroll\n          for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e) " + w + "[" + str(left) + " + polyk_e] = polyk_v[polyk_e];\n";
+      o += "          #pragma unroll\n          for (int polyk_q = 0; polyk_q < " + str(V) + "; polyk_q += " + str(inChunk) + ") {\n";
+      o += "            const polyk::Vec<" + storage + ", " + str(inChunk) + "> polyk_v = polyk::load_vec<" + str(inChunk) + ">(" + p.in + " + polyk_at + polyk_q);\n";
+      o += "            #pragma unroll\n            for (int polyk_e = 0; polyk_e < " + str(inChunk) + "; ++polyk_e) " + w + "[" + str(left) +
+           " + polyk_q + polyk_e] = polyk_v[polyk_e];\n          }\n";
       o += "        } else {\n";
     } else {
       o += "        {\n";
@@ -713,14 +721,13 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
           " && (" + text.inDomain + ");\n";
   body += "        polyk_all = polyk_all && polyk_in[polyk_e];\n";
   body += "        if (polyk_in[polyk_e]) polyk_o[polyk_e] = " + value + ";\n      }\n";
-  body += "      {\n        const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
-  if (rank == 3) body += ", " + names[1] + " = " + y;
-  body += ", " + names[last] + " = " + x0 + ";\n";
-  body += "        const polyk_idx polyk_at = polyk_base + polyk_c * polyk_sp;\n";
-  if (cuda) {
-    body += "        if (POLYK_ALIGNED && polyk_all) {\n          polyk::Vec<" + outStorage + ", " + str(V) + "> polyk_v;\n";
-    body += "          #pragma unroll\n          for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e) polyk_v.v[polyk_e] = polyk_o[polyk_e];\n";
-    body += "          *reinterpret_cast<polyk::Vec<" + outStorage + ", " + str(V) + "> *>(" + p.out + " + polyk_at) = polyk_v;\n        } else\n";
+  body += "      {\n        const polyk_idx polyk_at = polyk_base + polyk_c * polyk_sp;\n";
+  if (cuda && outChunk > 0) {
+    const std::string vec = "polyk::Vec<" + outStorage + ", " + str(outChunk) + ">";
+    body += "        if (POLYK_ALIGNED && polyk_all) {\n          #pragma unroll\n          for (int polyk_q = 0; polyk_q < " + str(V) + "; polyk_q += " + str(outChunk) + ") {\n";
+    body += "            " + vec + " polyk_v;\n";
+    body += "            #pragma unroll\n            for (int polyk_e = 0; polyk_e < " + str(outChunk) + "; ++polyk_e) polyk_v.v[polyk_e] = polyk_o[polyk_q + polyk_e];\n";
+    body += "            polyk::store_vec<" + str(outChunk) + ">(" + p.out + " + polyk_at + polyk_q, polyk_v);\n          }\n        } else\n";
   }
   body += "        " + std::string(cuda ? "#pragma unroll\n        " : "") + "for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e)\n";
   body += "          if (polyk_in[polyk_e]) " + p.out + "[polyk_at + polyk_e] = polyk_o[polyk_e];\n      }\n";
@@ -770,6 +777,9 @@ std::optional<std::string> stencilKernel(const Scop &s, const EmitOptions &opt, 
     return emitTimeTiled(s, *tt, d);
   }
   if (std::optional<StreamPlan> sp = streamPlan(s)) {
+    // (Under --partition, register streams fall back to the kernel polyk-bind mapped: the
+    // partition model describes its blocks. A ring's sizes are the user's own: refused.)
+    if (opt.partition && sp->vector > 1) return std::nullopt;
     if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
     return sp->vector > 1 ? emitRegisterStreamed(s, *sp, d) : emitStreamed(s, *sp, d);
   }

@@ -1110,6 +1110,8 @@ Scop scheduleAffine(const Scop &scop, const ScheduleOptions &options, std::map<i
         sz.stream = it->second.stream;
         sz.block = it->second.block.empty() ? defaultStreamBlock((unsigned)par) : it->second.block;
         sz.tile = it->second.tile.empty() ? sz.block : it->second.tile;
+        // (Register streams without a tile: V points a thread along x.)
+        if (it->second.tile.empty() && it->second.vector > 1) sz.tile.back() = sz.block.back() * it->second.vector;
         if (std::string why = streamRefusal(scop, sz.block, sz.tile, std::max(1LL, it->second.vector)); !why.empty())
           throw UsageError("kernel[" + std::to_string(k) + "] -> stream[" + std::to_string(sz.stream) + "]: " + why);
         if (sz.time > 0) throw UsageError("kernel[" + std::to_string(k) + "]: stream and time: a kernel streams or time-tiles, not both");

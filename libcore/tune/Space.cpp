@@ -364,7 +364,22 @@ Space deriveSpace(const Scop &flat) {
           perThread.push_back("(" + K + "tile." + std::to_string(m) + " / " + K + "block." + std::to_string(m) + ")");
         }
         int bytes = dtypeBytes(flat.tensor(streamedTensor(flat))->type);
-        sp.constraints.push_back(unstreamed + std::to_string((reach[0] + 2) * bytes) + " * " + product(plane) + " <= 49152");
+        // Register streams (vector > 1, TimeTiles.h): V consecutive points a thread along x, one
+        // along the middle dim, no ring.
+        std::string ring = unstreamed;
+        if (std::none_of(sp.params.begin(), sp.params.end(), [&](const auto &q) { return q.name == K + "vector"; })) {
+          std::vector<long long> runs{1, 2, 4, 8};
+          if (std::find(runs.begin(), runs.end(), sz.vector) == runs.end()) runs.push_back(sz.vector);
+          std::sort(runs.begin(), runs.end());
+          param(K + "vector", runs, std::max<long long>(1, sz.vector));
+          std::string x = std::to_string(n - 1), runs1 = K + "vector == 1 || ";
+          sp.constraints.push_back(runs1 + K + "stream > 0");
+          sp.constraints.push_back(runs1 + K + "tile." + x + " == " + K + "block." + x + " * " + K + "vector");
+          for (size_t m = 1; m + 1 < n; ++m)
+            sp.constraints.push_back(runs1 + K + "tile." + std::to_string(m) + " == " + K + "block." + std::to_string(m));
+          ring += K + "vector > 1 || ";
+        }
+        sp.constraints.push_back(ring + std::to_string((reach[0] + 2) * bytes) + " * " + product(plane) + " <= 49152");
         sp.constraints.push_back(unstreamed + product(perThread) + " <= 16");
         if (!untiled.empty()) sp.constraints.push_back(untiled + K + "stream == 0");
       }

@@ -569,6 +569,28 @@ __device__ __forceinline__ Vec<T, V> load_vec(const T* p) {
   return r;
 }
 
+/// Stores V consecutive elements at `p` (4, 8 or 16 bytes, aligned to that) as one vector store: a
+/// copy of the Vec itself is split into element stores by nvcc.
+template <int V, class T>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, V>& v) {
+  constexpr int B = int(sizeof(T)) * V;
+  static_assert(B == 4 || B == 8 || B == 16, "polyk: a vector store is 4, 8 or 16 bytes");
+  using W = detail::word_t<B>;
+  W w;
+  memcpy(&w, &v, B);
+#if defined(__CUDA_ARCH__)
+  // (In asm: nvcc splits a uint4 assembled from floats into element stores.)
+  if constexpr (B == 16)
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w) : "memory");
+  else if constexpr (B == 8)
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w.x), "r"(w.y) : "memory");
+  else
+    asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w) : "memory");
+#else
+  *reinterpret_cast<W*>(p) = w;
+#endif
+}
+
 namespace detail {
 
 __host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
