@@ -12,10 +12,16 @@
 #include "EmitParts.h"
 
 #include "polyk/Diagnostics.h"
+#include "polyk/Isl.h"
 #include "polyk/MapFusion.h"
 #include "polyk/MapSearch.h"
 #include "polyk/Sizes.h"
 #include "polyk/Types.h"
+
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+#include <isl/set.h>
+#include <isl/union_set.h>
 
 #include <algorithm>
 #include <map>
@@ -51,10 +57,32 @@ std::string mapBlockCode(const Scop &s, int k, Dialect d) {
   const KernelSizes sz = parseSizes(s.sizes, &s.at.sizes).at(k);
   const long long P = sz.tile.at(0), B = kc.block[0];
   MapDag dag = mapDag(s);
-  // The kernel's functions.
+  // The kernel's functions, in the order its schedule runs them (a searched cover's linearization,
+  // parseCover): the order of the filters that hold one statement each.
+  std::map<std::string, size_t> position;
+  isl::schedule bound = readIslSchedule(s.schedule);
+  auto visit = [](isl_schedule_node *node, void *user) -> isl_bool {
+    if (isl_schedule_node_get_type(node) != isl_schedule_node_filter) return isl_bool_true;
+    isl_union_set *filter = isl_schedule_node_filter_get_filter(node);
+    if (isl_union_set_n_set(filter) == 1) {
+      isl_set *one = isl_set_from_union_set(filter);
+      auto &pos = *static_cast<std::map<std::string, size_t> *>(user);
+      pos.emplace(isl_set_get_tuple_name(one), pos.size());
+      isl_set_free(one);
+    } else {
+      isl_union_set_free(filter);
+    }
+    return isl_bool_true;
+  };
+  isl_schedule_foreach_schedule_node_top_down(bound.get(), visit, &position);
   std::vector<MapFunction> mine;
   for (const auto &fn : dag.functions)
     if (std::find(kc.statements.begin(), kc.statements.end(), fn.statements.front()) != kc.statements.end()) mine.push_back(fn);
+  auto at = [&](const MapFunction &fn) {
+    auto it = position.find(fn.statements.front());
+    return it == position.end() ? position.size() : it->second;
+  };
+  std::stable_sort(mine.begin(), mine.end(), [&](const MapFunction &a, const MapFunction &b) { return at(a) < at(b); });
   dag.functions = mine;
   if (dag.functions.size() != sz.threads.size())
     throw UsageError("kernel[" + std::to_string(k) + "] -> threads[..]: " + std::to_string(sz.threads.size()) + " counts for " +

@@ -231,7 +231,15 @@ std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string
     if (c == '+' || c == ',') endName();
     else item += c;
     if (c == ',' && !set.empty()) {
-      std::sort(set.begin(), set.end());
+      // A set's functions run in the order given where every edge inside the set goes forward
+      // in it (a linearization: the search's, with the least live intermediates), else in
+      // program order.
+      std::map<size_t, size_t> at;
+      for (size_t i = 0; i < set.size(); ++i) at[set[i]] = i;
+      bool forward = true;
+      for (const auto &e : dag.edges)
+        if (at.count(e.from) && at.count(e.to) && at[e.from] > at[e.to]) forward = false;
+      if (!forward) std::sort(set.begin(), set.end());
       sets.push_back(set);
       set.clear();
     }
@@ -239,7 +247,9 @@ std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string
   for (size_t f = 0; f < owner.size(); ++f)
     if (owner[f] < 0) bad(dag.functions[f].name + " is in no set");
   // Convex: no path leaves a set and re-enters it (the candidates' test).
-  for (const auto &s : sets) {
+  for (const auto &given : sets) {
+    std::vector<size_t> s = given;
+    std::sort(s.begin(), s.end()); // (the candidates' own order)
     auto candidates = fusionCandidates(dag, s.size());
     if (s.size() > 1 && std::find(candidates.begin(), candidates.end(), s) == candidates.end()) {
       std::string names;

@@ -381,7 +381,7 @@ MapSearchResult searchFusions(const Scop &s, size_t k, size_t maxCovers, const M
     std::vector<size_t> sorted;
     for (const auto &set : ordered)
       for (size_t i : cover.implementations)
-        if (r.candidates[r.implementations[i].candidate] == set) sorted.push_back(i);
+        if (r.candidates[r.implementations[i].candidate] == set) sorted.push_back(i); // (both in the candidate's order)
     cover.implementations = sorted;
   }
   r.coverSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - mid).count();
@@ -392,9 +392,8 @@ std::string coverText(const MapSearchResult &r, size_t rank) {
   std::string text;
   for (size_t i : r.covers.at(rank).implementations) {
     std::string set;
-    std::vector<size_t> functions = r.implementations[i].order;
-    std::sort(functions.begin(), functions.end());
-    for (size_t f : functions) set += (set.empty() ? "" : "+") + r.dag.functions[f].name;
+    // (In the linearization's order: the kernel runs them so, parseCover.)
+    for (size_t f : r.implementations[i].order) set += (set.empty() ? "" : "+") + r.dag.functions[f].name;
     text += (text.empty() ? "" : ",") + set;
   }
   return text;
@@ -406,12 +405,8 @@ std::string coverSizes(const MapSearchResult &r, size_t rank) {
   for (size_t i : r.covers.at(rank).implementations) {
     const MapImplementation &im = r.implementations[i];
     std::string K = "kernel[" + std::to_string(k++) + "]", threads;
-    // (In program order, as polyk-schedule gives a kernel's functions their threads: the
-    // linearization's order is the search's, for its bound.)
-    std::vector<std::pair<size_t, long long>> byFunction;
-    for (size_t i = 0; i < im.order.size(); ++i) byFunction.push_back({im.order[i], im.threads[i]});
-    std::sort(byFunction.begin(), byFunction.end());
-    for (const auto &[f, g] : byFunction) threads += (threads.empty() ? "" : ", ") + std::to_string(g);
+    // (In the linearization's order, the kernel's: coverText.)
+    for (long long g : im.threads) threads += (threads.empty() ? "" : ", ") + std::to_string(g);
     o += (k > 1 ? "; " : "") + K + " -> tile[" + std::to_string(im.instances) + "]; " + K + " -> block[256]; " + K + " -> threads[" + threads + "]";
   }
   return o + " }";

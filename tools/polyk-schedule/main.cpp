@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
              ->capture_default_str();
          app.add_option("--fusion-cover", opts.cover,
                         "with --fusion=shared: the fused kernels, as sets of the map's functions (f0, f1, ... as "
-                        "--fusion-candidates names them), e.g. f0+f1+f2,f3; each set convex, every function once");
+                        "--fusion-candidates names them), e.g. f0+f1+f2,f3; each set convex, every function once; a set runs in the order given where every edge inside it goes forward, else in program order");
          app.add_option("--time-tile", timeTile,
                         "an iterated stencil (one statement, `iterate:`): run this many steps a launch, each block keeping "
                         "its tile, widened by the stencil's reach, in shared memory (the sizes' kernel[0] -> time[T]); auto: 8 "

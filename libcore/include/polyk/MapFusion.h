@@ -69,7 +69,9 @@ KernelSizes mapBlockSizes(const Scop &s, const KernelSizes &requested, const std
 std::optional<std::pair<size_t, size_t>> threadedDims(const std::vector<long long> &row, long long g);
 
 /// The kernels of `--fusion-cover` text (`f0+f1+f2,f3`): sets of MapDag indices, in an order in
-/// which every edge goes forward. Throws UsageError where the text names an unknown function, a
+/// which every edge goes forward. A set's functions keep the order the text gives them where
+/// every edge inside the set goes forward in it (`f0+f2+f1`: the kernel runs f2 before f1), else
+/// they run in program order. Throws UsageError where the text names an unknown function, a
 /// function twice or not at all, a set that is not convex, or sets whose edges form a cycle.
 std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string &text);
 
