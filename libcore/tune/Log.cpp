@@ -177,6 +177,8 @@ std::string writeTuning(const Tuning &t) {
   out << YAML::Key << "points" << YAML::Value << t.points;
   out << YAML::Key << "prefetch" << YAML::Value << t.prefetch;
   if (t.mma != "off") out << YAML::Key << "mma" << YAML::Value << t.mma;
+  if (t.shared != "auto") out << YAML::Key << "shared" << YAML::Value << t.shared;
+  if (t.combine != "auto") out << YAML::Key << "combine" << YAML::Value << t.combine;
   if (!t.cover.empty()) {
     out << YAML::Key << "cover" << YAML::Value;
     emitQuoted(out, t.cover);
@@ -216,6 +218,8 @@ Tuning readTuning(const std::string &text, const std::string &file) {
   option("points", t.points, {"auto", "cyclic", "blocked"});
   option("prefetch", t.prefetch, {"auto", "async", "off"});
   option("mma", t.mma, {"off", "tf32x3"});
+  option("shared", t.shared, {"auto", "off"});
+  option("combine", t.combine, {"auto", "ordered", "atomic"});
   return t;
 }
 

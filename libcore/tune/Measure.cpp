@@ -171,9 +171,11 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       Scop sched = readSchedule(writeSchedule(schedule(mine, so)), "schedule");
       BindOptions bo;
       bo.points = stage.points;
+      bo.shared = stage.shared;
       Scop bound = readBound(writeBound(bind(sched, bo)), "bound");
       EmitOptions eo;
       eo.prefetch = stage.prefetch;
+      eo.combine = stage.combine;
       eo.mma = stage.mma;
       eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
       eo.harness = true;

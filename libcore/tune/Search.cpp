@@ -70,7 +70,8 @@ bool addedValue(const std::string &name, long long &value) {
     return name.size() > 1 && name[0] == 'k' && dot != std::string::npos && name.substr(dot + 1) == kind &&
            name.find_first_not_of("0123456789", 1) == dot;
   };
-  if (name == "emit.mma") return value = 0, true;
+  if (name == "emit.mma" || name == "emit.combine") return value = 0, true;
+  if (name == "bind.shared") return value = 1, true;
   if (kernelParam("split")) return value = 1, true;
   if (kernelParam("shared")) return value = kStaticShared, true;
   return false;

@@ -248,6 +248,8 @@ Space deriveSpace(const Scop &flat) {
     return find.dim < 0 ? -1 : find.dim;
   };
   int windows = 0, others = 0; // affine kernels with reduced tiles: blocked points by default (Schedule.h) or not
+  bool staged = false;          // an affine kernel with reduced tiles, whose operands polyk-bind may stage
+  std::vector<std::string> shared; // reduction path: "a reduced member's tile is less than its extent" (blocks share outputs)
   std::string mmaConstraint;    // emit.mma's, where kernel 0 may take the tensor cores
   for (const auto &[k, sz] : used) {
     size_t n = sz.tile.size();
@@ -401,6 +403,7 @@ Space deriveSpace(const Scop &flat) {
       // or, where the defaults' budget is larger (dynamic shared memory, Sizes.h shared[..]), in
       // K.shared: that budget or 48 KiB.
       if (!sz.reduce.empty()) {
+        staged = true;
         std::string limit = std::to_string(kStaticShared);
         if (sharedBudget(sz) > kStaticShared) {
           param(K + "shared", {kStaticShared, sharedBudget(sz)}, sharedBudget(sz));
@@ -441,6 +444,7 @@ Space deriveSpace(const Scop &flat) {
         bool contiguous = (int)m == shape.contiguous;
         if (reduced) {
           param(t, powers(std::min<long long>(1LL << 20, pow2Ceil(extent[m]) * 16), sz.tile[m]), sz.tile[m]);
+          shared.push_back(t + " < " + std::to_string(extent[m]));
           sp.constraints.push_back(t + " % (" + b + (contiguous ? " * " + K + "vector" : "") + ") == 0");
         } else {
           derived(t, contiguous ? b + " * " + K + "vector" : b, sz.tile[m]);
@@ -469,6 +473,17 @@ Space deriveSpace(const Scop &flat) {
     else if (windows) param("bind.points", {2, 1}, 2);
     else param("bind.points", {1, 2}, 1);
     param("emit.prefetch", {1, 0}, 1);
+  }
+  // polyk-bind's staging on or off (its auto: the operands several threads read, where they fit).
+  if (staged) param("bind.shared", {1, 0}, 1);
+  // How a reduction's blocks combine (polyk-emit --combine): ordered (auto) or Panamera's atomics,
+  // where some kernel's blocks share its outputs (under --determinism=run_to_run polyk-emit keeps
+  // the ordered one).
+  if (!shared.empty()) {
+    param("emit.combine", {0, 1}, 0);
+    std::string any;
+    for (const auto &c : shared) any += (any.empty() ? "" : " || ") + c;
+    sp.constraints.push_back("emit.combine == 0 || " + any);
   }
   if (!mmaConstraint.empty()) {
     // (First: generation checks a constraint at its last parameter, so the accumulators' cap and
@@ -504,6 +519,8 @@ std::string writeSpace(const Space &s) {
     out << YAML::Key << "default" << YAML::Value << p.fallback << YAML::EndMap;
     if (p.name == "bind.points") out << YAML::Comment("polyk-bind --points: 0 auto, 1 cyclic, 2 blocked");
     if (p.name == "emit.prefetch") out << YAML::Comment("polyk-emit --prefetch: 1 auto, 0 off");
+    if (p.name == "bind.shared") out << YAML::Comment("polyk-bind --shared: 1 auto, 0 off");
+    if (p.name == "emit.combine") out << YAML::Comment("polyk-emit --combine: 0 auto (ordered), 1 atomic");
   }
   out << YAML::EndSeq;
   out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
@@ -535,13 +552,17 @@ Space readSpace(const std::string &text, const std::string &file) {
       if (!vs.IsSequence() || vs.size() == 0) fail(doc.loc(vs), "values of '" + p.name + "' must be a non-empty list of integers");
       for (const auto &v : vs) p.values.push_back(doc.integer(v));
       // The stage options' codes (StageOptions).
-      long long top = p.name == "bind.points" ? 2 : p.name == "emit.prefetch" || p.name == "emit.mma" ? 1 : -1;
+      long long top = p.name == "bind.points" ? 2
+                      : p.name == "emit.prefetch" || p.name == "emit.mma" || p.name == "bind.shared" || p.name == "emit.combine" ? 1
+                                                                                                                           : -1;
+      std::string codes = top == 2                      ? "0 (auto), 1 (cyclic) or 2 (blocked)"
+                          : p.name == "emit.mma"       ? "0 (off) or 1 (tf32x3)"
+                          : p.name == "emit.combine"   ? "0 (auto) or 1 (atomic)"
+                                                       : "1 (auto) or 0 (off)";
       if (top >= 0)
         for (size_t i = 0; i < p.values.size(); ++i)
           if (p.values[i] < 0 || p.values[i] > top)
-            fail(doc.loc(vs[i]), "'" + p.name + "' takes " +
-                                     (top == 2 ? "0 (auto), 1 (cyclic) or 2 (blocked)" : p.name == "emit.mma" ? "0 (off) or 1 (tf32x3)" : "1 (auto) or 0 (off)") +
-                                     ", not " + std::to_string(p.values[i]));
+            fail(doc.loc(vs[i]), "'" + p.name + "' takes " + codes + ", not " + std::to_string(p.values[i]));
     } else if (n["expr"]) {
       p.expr = doc.str(n["expr"]);
       TuneExpr(p.expr, names, doc.valueLoc(n["expr"])); // checks it now, with the earlier names
@@ -701,6 +722,8 @@ StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values
     if (s.params[i].name == "bind.points") o.points = values[i] == 1 ? "cyclic" : values[i] == 2 ? "blocked" : "auto";
     if (s.params[i].name == "emit.prefetch") o.prefetch = values[i] == 0 ? "off" : "auto";
     if (s.params[i].name == "emit.mma") o.mma = values[i] == 1 ? "tf32x3" : "off";
+    if (s.params[i].name == "bind.shared") o.shared = values[i] == 0 ? "off" : "auto";
+    if (s.params[i].name == "emit.combine") o.combine = values[i] == 1 ? "atomic" : "auto";
     if (s.params[i].name == "schedule.cover") o.cover = values[i];
   }
   return o;

@@ -23,13 +23,18 @@ int main(int argc, char **argv) {
                                           "reductions such as a weighted stencil, for sums over padded "
                                           "reads such as a convolution, and for stencils)")
                                ->check(CLI::IsMember({"auto", "cyclic", "blocked"}));
-                           app.add_option("--tuning", tuning, "the points polyk-tune found (its best.yaml, tuning/1)")
+                           app.add_option("--tuning", tuning, "the points and staging polyk-tune found (its best.yaml, tuning/1)")
                                ->check(CLI::ExistingFile)
-                               ->excludes("--points");
+                               ->excludes("--points")
+                               ->excludes("--shared");
                          },
                          [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
                            polyk::Scop scheduled = polyk::readSchedule(in.text, in.displayName);
-                           if (!tuning.empty()) opts.points = polyk::readTuningFor(tuning, scheduled.name).points;
+                           if (!tuning.empty()) {
+                             polyk::Tuning t = polyk::readTuningFor(tuning, scheduled.name);
+                             opts.points = t.points;
+                             opts.shared = t.shared;
+                           }
                            return polyk::writeBound(polyk::bind(scheduled, opts));
                          },
                          {"--tuning"}});

@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
                         "constant reduced tile that 8 divides) or off")
              ->check(CLI::IsMember({"auto", "off", "tf32x3"}))
              ->capture_default_str();
-         app.add_option("--tuning", tuning, "the prefetch and mma polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's)")
+         app.add_option("--tuning", tuning, "the prefetch, mma and combine polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's; its combine where not auto, else --combine's)")
              ->check(CLI::ExistingFile)
              ->excludes("--prefetch");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
@@ -89,7 +89,8 @@ int main(int argc, char **argv) {
          if (!tuning.empty()) {
            polyk::Tuning t = polyk::readTuningFor(tuning, bound.name);
            opts.prefetch = t.prefetch;
-           if (t.mma != "off") opts.mma = t.mma; // (else --mma's, where given)
+           if (t.mma != "off") opts.mma = t.mma;             // (else --mma's, where given)
+           if (t.combine != "auto") opts.combine = t.combine; // (else --combine's)
          }
          if (!partitionFile.empty()) {
            std::ifstream f(partitionFile, std::ios::binary);

@@ -223,6 +223,8 @@ int runCommand(int argc, char **argv) {
         t.points = stage.points;
         t.prefetch = stage.prefetch;
         t.mma = stage.mma;
+        t.shared = stage.shared;
+        t.combine = stage.combine;
         if (stage.cover >= 0) std::tie(t.cover, t.sizes) = runner.covers.at((size_t)stage.cover);
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
@@ -436,10 +438,13 @@ int main(int argc, char **argv) {
                                }
                                // The stage options, where the space has them.
                                bool stage = false;
-                               for (const auto &p : s.params) stage = stage || p.name == "bind.points" || p.name == "emit.prefetch" || p.name == "emit.mma";
+                               for (const auto &p : s.params)
+                                 stage = stage || p.name == "bind.points" || p.name == "emit.prefetch" || p.name == "emit.mma" || p.name == "bind.shared" ||
+                                         p.name == "emit.combine";
                                if (stage) {
                                  polyk::StageOptions so = polyk::stageOptionsOf(s, c);
-                                 sizes += " --points=" + so.points + " --prefetch=" + so.prefetch + (so.mma != "off" ? " --mma=" + so.mma : "");
+                                 sizes += " --points=" + so.points + " --prefetch=" + so.prefetch + (so.mma != "off" ? " --mma=" + so.mma : "") +
+                                          (so.shared != "auto" ? " --shared=" + so.shared : "") + (so.combine != "auto" ? " --combine=" + so.combine : "");
                                }
                                o << sizes << "\n";
                              }

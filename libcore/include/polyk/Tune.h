@@ -96,6 +96,9 @@ std::string sizesOf(const Space &s, const std::vector<long long> &values);
 /// take them; "auto" where the space has no such parameter.
 struct StageOptions {
   std::string points = "auto", prefetch = "auto", mma = "off";
+  /// polyk-bind --shared (the space's bind.shared: 1 auto, 0 off) and polyk-emit --combine
+  /// (emit.combine: 0 auto, 1 atomic).
+  std::string shared = "auto", combine = "auto";
   /// A map's cover (the space's `schedule.cover`: polyk-schedule --fusion=search's rank, polyk-tune
   /// run --fusion-search); -1: none.
   long long cover = -1;
