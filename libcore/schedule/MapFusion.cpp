@@ -5,6 +5,8 @@
 #include "polyk/Isl.h"
 #include "polyk/Types.h"
 
+#include <spdlog/spdlog.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -239,7 +241,13 @@ std::vector<std::vector<size_t>> parseCover(const MapDag &dag, const std::string
       bool forward = true;
       for (const auto &e : dag.edges)
         if (at.count(e.from) && at.count(e.to) && at[e.from] > at[e.to]) forward = false;
-      if (!forward) std::sort(set.begin(), set.end());
+      if (!forward) {
+        std::string names;
+        for (size_t f : set) names += (names.empty() ? "" : "+") + dag.functions[f].name;
+        spdlog::warn("--fusion-cover {}: {} is not an order that every edge inside it follows; it runs in program order "
+                     "(and threads[..] is read in that order)", text, names);
+        std::sort(set.begin(), set.end());
+      }
       sets.push_back(set);
       set.clear();
     }

@@ -135,6 +135,9 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
     std::vector<long long> &v = full[i] = configs[i];
     trials[i].key = model.key(v);
     std::string broken = model.complete(v);
+    // (polyk-emit refuses atomics under run_to_run: such a configuration never builds.)
+    if (broken.empty() && o.determinism == "run_to_run" && stageOptionsOf(model.space(), v).combine == "atomic")
+      broken = "emit.combine == 0 (atomics under --determinism=run_to_run)";
     if (!broken.empty()) {
       trials[i].status = TrialStatus::Violated;
       trials[i].detail = "violates " + broken;

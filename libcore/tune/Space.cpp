@@ -479,7 +479,15 @@ Space deriveSpace(const Scop &flat) {
   // How a reduction's blocks combine (polyk-emit --combine): ordered (auto) or Panamera's atomics,
   // where some kernel's blocks share its outputs (under --determinism=run_to_run polyk-emit keeps
   // the ordered one).
-  if (!shared.empty()) {
+  // (Not where every reduction's output is f16 / bf16: those blocks combine in f32, ordered,
+  // whatever --combine says, and the atomic value would build the same kernel again.)
+  bool fullWidth = false;
+  for (const auto &st : flat.statements)
+    if (st.op) {
+      const TensorDecl *t = flat.tensor(isl::map(ctx, st.write).range_tuple_id().name());
+      fullWidth = fullWidth || (t && t->type != DType::F16 && t->type != DType::BF16);
+    }
+  if (!shared.empty() && fullWidth) {
     param("emit.combine", {0, 1}, 0);
     std::string any;
     for (const auto &c : shared) any += (any.empty() ? "" : " || ") + c;
