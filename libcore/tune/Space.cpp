@@ -507,6 +507,41 @@ Space deriveSpace(const Scop &flat) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The stage options: parameters that set a stage's option, not a kernel's sizes (StageOptions).
+
+namespace {
+
+struct StageParam {
+  const char *name;
+  std::string StageOptions::*field;
+  std::vector<const char *> byCode; // the option's value for each code 0, 1, ...
+  const char *codes;                // how readers name the codes in an error
+  const char *comment;              // written beside it in space/1 (none: "")
+};
+
+const std::vector<StageParam> &stageParams() {
+  static const std::vector<StageParam> params = {
+      {"bind.points", &StageOptions::points, {"auto", "cyclic", "blocked"}, "0 (auto), 1 (cyclic) or 2 (blocked)",
+       "polyk-bind --points: 0 auto, 1 cyclic, 2 blocked"},
+      {"emit.prefetch", &StageOptions::prefetch, {"off", "auto"}, "1 (auto) or 0 (off)", "polyk-emit --prefetch: 1 auto, 0 off"},
+      {"emit.mma", &StageOptions::mma, {"off", "tf32x3"}, "0 (off) or 1 (tf32x3)", ""},
+      {"bind.shared", &StageOptions::shared, {"off", "auto"}, "1 (auto) or 0 (off)", "polyk-bind --shared: 1 auto, 0 off"},
+      {"emit.combine", &StageOptions::combine, {"auto", "atomic"}, "0 (auto) or 1 (atomic)", "polyk-emit --combine: 0 auto (ordered), 1 atomic"},
+  };
+  return params;
+}
+
+const StageParam *stageParam(const std::string &name) {
+  for (const auto &p : stageParams())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+} // namespace
+
+bool isStageOption(const std::string &name) { return stageParam(name) != nullptr; }
+
+// ---------------------------------------------------------------------------------------------
 // space/1
 
 std::string writeSpace(const Space &s) {
@@ -525,10 +560,7 @@ std::string writeSpace(const Space &s) {
       emitQuoted(out, p.expr);
     }
     out << YAML::Key << "default" << YAML::Value << p.fallback << YAML::EndMap;
-    if (p.name == "bind.points") out << YAML::Comment("polyk-bind --points: 0 auto, 1 cyclic, 2 blocked");
-    if (p.name == "emit.prefetch") out << YAML::Comment("polyk-emit --prefetch: 1 auto, 0 off");
-    if (p.name == "bind.shared") out << YAML::Comment("polyk-bind --shared: 1 auto, 0 off");
-    if (p.name == "emit.combine") out << YAML::Comment("polyk-emit --combine: 0 auto (ordered), 1 atomic");
+    if (const StageParam *sp = stageParam(p.name); sp && *sp->comment) out << YAML::Comment(sp->comment);
   }
   out << YAML::EndSeq;
   out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
@@ -560,17 +592,10 @@ Space readSpace(const std::string &text, const std::string &file) {
       if (!vs.IsSequence() || vs.size() == 0) fail(doc.loc(vs), "values of '" + p.name + "' must be a non-empty list of integers");
       for (const auto &v : vs) p.values.push_back(doc.integer(v));
       // The stage options' codes (StageOptions).
-      long long top = p.name == "bind.points" ? 2
-                      : p.name == "emit.prefetch" || p.name == "emit.mma" || p.name == "bind.shared" || p.name == "emit.combine" ? 1
-                                                                                                                           : -1;
-      std::string codes = top == 2                      ? "0 (auto), 1 (cyclic) or 2 (blocked)"
-                          : p.name == "emit.mma"       ? "0 (off) or 1 (tf32x3)"
-                          : p.name == "emit.combine"   ? "0 (auto) or 1 (atomic)"
-                                                       : "1 (auto) or 0 (off)";
-      if (top >= 0)
+      if (const StageParam *sp = stageParam(p.name))
         for (size_t i = 0; i < p.values.size(); ++i)
-          if (p.values[i] < 0 || p.values[i] > top)
-            fail(doc.loc(vs[i]), "'" + p.name + "' takes " + codes + ", not " + std::to_string(p.values[i]));
+          if (p.values[i] < 0 || p.values[i] >= (long long)sp->byCode.size())
+            fail(doc.loc(vs[i]), "'" + p.name + "' takes " + sp->codes + ", not " + std::to_string(p.values[i]));
     } else if (n["expr"]) {
       p.expr = doc.str(n["expr"]);
       TuneExpr(p.expr, names, doc.valueLoc(n["expr"])); // checks it now, with the earlier names
@@ -727,11 +752,8 @@ Generated generateSpace(const Space &s, long long list, bool sample, unsigned se
 StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values) {
   StageOptions o;
   for (size_t i = 0; i < s.params.size() && i < values.size(); ++i) {
-    if (s.params[i].name == "bind.points") o.points = values[i] == 1 ? "cyclic" : values[i] == 2 ? "blocked" : "auto";
-    if (s.params[i].name == "emit.prefetch") o.prefetch = values[i] == 0 ? "off" : "auto";
-    if (s.params[i].name == "emit.mma") o.mma = values[i] == 1 ? "tf32x3" : "off";
-    if (s.params[i].name == "bind.shared") o.shared = values[i] == 0 ? "off" : "auto";
-    if (s.params[i].name == "emit.combine") o.combine = values[i] == 1 ? "atomic" : "auto";
+    if (const StageParam *sp = stageParam(s.params[i].name); sp && values[i] >= 0 && values[i] < (long long)sp->byCode.size())
+      o.*(sp->field) = sp->byCode[(size_t)values[i]];
     if (s.params[i].name == "schedule.cover") o.cover = values[i];
   }
   return o;

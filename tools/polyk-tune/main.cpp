@@ -438,9 +438,7 @@ int main(int argc, char **argv) {
                                }
                                // The stage options, where the space has them.
                                bool stage = false;
-                               for (const auto &p : s.params)
-                                 stage = stage || p.name == "bind.points" || p.name == "emit.prefetch" || p.name == "emit.mma" || p.name == "bind.shared" ||
-                                         p.name == "emit.combine";
+                               for (const auto &p : s.params) stage = stage || polyk::isStageOption(p.name);
                                if (stage) {
                                  polyk::StageOptions so = polyk::stageOptionsOf(s, c);
                                  sizes += " --points=" + so.points + " --prefetch=" + so.prefetch + (so.mma != "off" ? " --mma=" + so.mma : "") +

@@ -104,5 +104,8 @@ struct StageOptions {
   long long cover = -1;
 };
 StageOptions stageOptionsOf(const Space &s, const std::vector<long long> &values);
+/// Whether a space parameter sets a stage's option (bind.points, emit.prefetch, emit.mma,
+/// bind.shared, emit.combine), not a kernel's sizes.
+bool isStageOption(const std::string &name);
 
 } // namespace polyk
