@@ -16,7 +16,9 @@
 #include "polyk/Sizes.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <isl/aff.h>
 #include <isl/map.h>
 #include <isl/set.h>
 #include <isl/val.h>
@@ -61,11 +63,156 @@ void reach(const Scop &s, unsigned rank, std::vector<long long> &below, std::vec
   reachOf(s.statements.front(), s.iterate.swaps.front().second, rank, below, above);
 }
 
+/// `e` with the reduced dims' names replaced by `at` in every subscript, and the accumulator's
+/// access (`acc`) by `previous` (none where null); false where a name is read as a tensor.
+bool substitute(ExprPtr &e, const std::map<std::string, long long> &at, const std::string &acc, const ExprPtr &previous) {
+  if (e->kind == Expr::Kind::Access) {
+    if (at.count(e->access.tensor)) return false;
+    if (e->access.tensor == acc) {
+      if (!previous) return false;
+      e = previous;
+      return true;
+    }
+    auto copy = std::make_shared<Expr>(*e);
+    for (size_t d = 0; d < copy->access.subscripts.size(); ++d) {
+      Affine &a = copy->access.subscripts[d];
+      std::vector<std::pair<std::string, long long>> kept;
+      for (const auto &[name, coefficient] : a.terms)
+        if (auto it = at.find(name); it != at.end()) a.constant += coefficient * it->second;
+        else kept.emplace_back(name, coefficient);
+      a.terms = kept;
+      copy->access.indices[d] = a.str();
+    }
+    e = copy;
+    return true;
+  }
+  if (e->args.empty()) return true;
+  auto copy = std::make_shared<Expr>(*e);
+  for (ExprPtr &arg : copy->args)
+    if (!substitute(arg, at, acc, previous)) return false;
+  e = copy;
+  return true;
+}
+
+/// `m` (a set or a map's string) with its statement tuple named `name`.
+std::string renamed(const std::string &text, const std::string &name, bool isMap) {
+  if (isMap) return islStr(isl::manage(isl_map_set_tuple_name(isl::map(islCtx(), text).release(), isl_dim_in, name.c_str())));
+  return islStr(isl::manage(isl_set_set_tuple_name(isl::set(islCtx(), text).release(), name.c_str())));
+}
+
+/// The stencil form of `s` (itself, or its window reduction unrolled: windowAsStencil), kept in `hold`.
+const Scop &stencilForm(const Scop &s, std::optional<Scop> &hold) {
+  hold = windowAsStencil(s);
+  return hold ? *hold : s;
+}
+
 } // namespace
+
+std::optional<Scop> windowAsStencil(const Scop &s) {
+  if (s.statements.size() != 3) return std::nullopt;
+  const ScopStatement &init = s.statements[0], &update = s.statements[1], &store = s.statements[2];
+  if (init.kind != StmtKind::Init || init.reduction != update.name || update.kind == StmtKind::Init || !update.op || update.form != Form::Affine ||
+      store.kind != StmtKind::Assign || store.form != Form::Affine || !store.epilogue.empty() || !update.epilogue.empty())
+    return std::nullopt;
+  isl::set domain(islCtx(), update.domain), outputs(islCtx(), store.domain);
+  const unsigned rank = outputs.tuple_dim(), all = domain.tuple_dim();
+  if (rank < 2 || rank > 3 || all <= rank || update.dims.size() != all || update.iterators.size() != all || store.iterators.size() != rank) return std::nullopt;
+  for (unsigned d = 0; d < all; ++d) {
+    if (update.dims[d] != (d < rank ? "parallel" : "reduced")) return std::nullopt;
+    // (The body speaks of the original iterators: they must be the domain's own dims.)
+    isl_id *id = isl_set_get_dim_id(domain.get(), isl_dim_set, d);
+    bool same = id && update.iterators[d] == isl_id_get_name(id) && (d >= rank || store.iterators[d] == update.iterators[d]);
+    isl_id_free(id);
+    if (!same) return std::nullopt;
+  }
+  // The reduced dims: a box of constant bounds (at most 64 points), the same at every output.
+  std::vector<long long> low, high;
+  long long points = 1;
+  isl::set box = isl::set::universe(domain.get_space());
+  for (unsigned d = rank; d < all; ++d) {
+    isl::val lo = domain.dim_min_val((int)d), hi = domain.dim_max_val((int)d);
+    if (!lo.is_int() || !hi.is_int()) return std::nullopt;
+    low.push_back(lo.get_num_si());
+    high.push_back(hi.get_num_si());
+    points *= high.back() - low.back() + 1;
+    if (points > 64) return std::nullopt;
+    box = isl::manage(isl_set_lower_bound_val(box.release(), isl_dim_set, d, lo.release()));
+    box = isl::manage(isl_set_upper_bound_val(box.release(), isl_dim_set, d, hi.release()));
+  }
+  isl::set projected = isl::manage(isl_set_project_out(domain.copy(), isl_dim_set, rank, all - rank));
+  projected = isl::manage(isl_set_set_tuple_name(projected.release(), store.name.c_str()));
+  isl::set product = isl::manage(isl_set_set_tuple_name(isl_set_add_dims(isl_set_reset_tuple_id(projected.copy()), isl_dim_set, all - rank), update.name.c_str()));
+  if (!projected.is_equal(outputs) || !product.intersect(box).is_equal(domain)) return std::nullopt;
+  if (!isl::set(islCtx(), init.domain).is_equal(isl::manage(isl_set_set_tuple_name(outputs.copy(), init.name.c_str())))) return std::nullopt;
+
+  // The chain: term 0, then op(chain, term n), the reduced dims in their order (the reference's).
+  const std::string acc = isl::map(islCtx(), update.write).range_tuple_id().name();
+  ExprPtr step = parseExpr(update.body);
+  if (step->args.size() != 2) return std::nullopt;
+  int accAt = -1;
+  for (int a = 0; a < 2; ++a)
+    if (step->args[a]->kind == Expr::Kind::Access && step->args[a]->access.tensor == acc) accAt = a;
+  if (accAt < 0) return std::nullopt;
+  ExprPtr chain;
+  std::vector<long long> at = low;
+  for (long long n = 0; n < points; ++n) {
+    std::map<std::string, long long> values;
+    for (unsigned d = rank; d < all; ++d) values[update.iterators[d]] = at[d - rank];
+    ExprPtr term = step->args[1 - accAt];
+    if (!substitute(term, values, acc, nullptr)) return std::nullopt;
+    if (!chain) {
+      chain = term;
+    } else {
+      auto next = std::make_shared<Expr>(*step);
+      next->args[accAt] = chain;
+      next->args[1 - accAt] = term;
+      chain = next;
+    }
+    for (size_t d = at.size(); d-- > 0;) // (the next point of the box, the last dim fastest)
+      if (++at[d] <= high[d]) break;
+      else at[d] = low[d];
+  }
+  ExprPtr body = parseExpr(store.body);
+  std::vector<const Access *> storeReads;
+  collectAccesses(body, storeReads);
+  if (std::count_if(storeReads.begin(), storeReads.end(), [&](const Access *a) { return a->tensor == acc; }) != 1) return std::nullopt;
+  if (!substitute(body, {}, acc, chain)) return std::nullopt;
+
+  ScopStatement st;
+  st.name = update.name;
+  st.kind = StmtKind::Assign;
+  st.source = update.source;
+  st.form = Form::Affine;
+  st.dims.assign(rank, "parallel");
+  st.iterators = store.iterators;
+  st.domain = renamed(store.domain, st.name, false);
+  st.recovery = islStr(isl::manage(isl_multi_aff_set_tuple_name(isl::multi_aff(islCtx(), store.recovery).release(), isl_dim_in, st.name.c_str())));
+  st.write = renamed(store.write, st.name, true);
+  st.body = printExpr(body);
+  st.loc = update.loc;
+  // Its reads, one per access of the body in order: built from the subscripts.
+  std::string params;
+  for (int p = 0; p < isl_set_dim(outputs.get(), isl_dim_param); ++p) params += std::string(p ? ", " : "") + isl_set_get_dim_name(outputs.get(), isl_dim_param, p);
+  std::string point;
+  for (unsigned d = 0; d < rank; ++d) point += std::string(d ? ", " : "") + st.iterators[d];
+  std::vector<const Access *> reads;
+  collectAccesses(body, reads);
+  for (const Access *a : reads) {
+    std::string subs;
+    for (size_t d = 0; d < a->subscripts.size(); ++d) subs += std::string(d ? ", " : "") + "(" + a->subscripts[d].str() + ")";
+    st.reads.push_back("[" + params + "] -> { " + st.name + "[" + point + "] -> " + a->tensor + "[" + subs + "] }");
+  }
+  Scop out = s;
+  out.statements = {st};
+  out.tensors.erase(std::remove_if(out.tensors.begin(), out.tensors.end(), [&](const TensorDecl &t) { return t.name == acc; }), out.tensors.end());
+  return out;
+}
 
 std::vector<long long> defaultStreamBlock(unsigned rank) { return rank == 3 ? std::vector<long long>{1, 8, 32} : std::vector<long long>{1, 256}; }
 
-std::vector<long long> streamWidening(const Scop &s) {
+std::vector<long long> streamWidening(const Scop &program) {
+  std::optional<Scop> hold;
+  const Scop &s = stencilForm(program, hold);
   if (s.statements.size() != 1) return {};
   unsigned rank = isl::map(islCtx(), s.statements.front().write).domain_tuple_dim();
   std::vector<long long> block = defaultStreamBlock(rank);
@@ -76,7 +223,9 @@ std::vector<long long> streamWidening(const Scop &s) {
   return below;
 }
 
-std::string streamedTensor(const Scop &s) {
+std::string streamedTensor(const Scop &program) {
+  std::optional<Scop> hold;
+  const Scop &s = stencilForm(program, hold);
   if (s.statements.size() != 1) return "";
   const ScopStatement &st = s.statements.front();
   unsigned rank = isl::map(islCtx(), st.write).domain_tuple_dim();
@@ -90,10 +239,13 @@ std::string streamedTensor(const Scop &s) {
   return best;
 }
 
-std::string streamRefusal(const Scop &s, const std::vector<long long> &block, const std::vector<long long> &tile, long long vector) {
-  if (s.statements.size() != 1) return "the program has " + std::to_string(s.statements.size()) + " statements; streaming takes one";
+std::string streamRefusal(const Scop &program, const std::vector<long long> &block, const std::vector<long long> &tile, long long vector) {
+  std::optional<Scop> hold;
+  const Scop &s = stencilForm(program, hold);
+  const std::string window = " (or a window reduction: reduced dims of constant bounds, at most 64 points, the same at every output, no epilogue)";
+  if (s.statements.size() != 1) return "the program has " + std::to_string(s.statements.size()) + " statements; streaming takes one" + window;
   const ScopStatement &st = s.statements.front();
-  if (st.kind != StmtKind::Assign || !st.epilogue.empty() || st.form != Form::Affine) return "its statement is a reduction";
+  if (st.kind != StmtKind::Assign || !st.epilogue.empty() || st.form != Form::Affine) return "its statement is a reduction" + window;
   isl::map write(islCtx(), st.write);
   unsigned rank = write.domain_tuple_dim();
   std::string out = write.range_tuple_id().name();
@@ -654,21 +806,35 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
   const std::string inner = inT.shape[last].str();
   // A row's window at plane polyk_i0 + `plane`: V elements from x0 (one vector where aligned), and the reach
   // on either side, each element checked against the tensor (outside it: the padding).
-  auto load = [&](const Row &row, const std::string &plane) {
+  auto load = [&](const Row &row, const std::string &plane, const std::string &w) {
     const long long left = chain[row.second].first, n = width(row);
-    const std::string w = reg.at(row);
     std::string o = "      {\n        const polyk_idx " + names[0] + " = polyk_i0 + " + plane + " + " + str(row.first);
     if (rank == 3) o += ", " + names[1] + " = " + y + " + " + str(row.second);
     o += ";\n        const bool polyk_row = 0 <= " + names[0] + " && " + names[0] + " < " + inT.shape[0].str();
     if (rank == 3) o += " && 0 <= " + names[1] + " && " + names[1] + " < " + inT.shape[1].str();
     o += ";\n        const polyk_idx polyk_at = polyk_base + (" + plane + " + " + str(row.first) + ") * polyk_sp" +
          (rank == 3 ? " + " + str(row.second) + " * polyk_sr" : "") + ";\n";
+    const std::string vec = "polyk::Vec<" + storage + ", " + str(inChunk) + ">", loadVec = "polyk::load_vec<" + str(inChunk) + ">(" + p.in + " + polyk_at";
+    const std::string runVectors = "          #pragma unroll\n          for (int polyk_q = 0; polyk_q < " + str(V) + "; polyk_q += " + str(inChunk) + ") {\n" +
+                                   "            const " + vec + " polyk_v = " + loadVec + " + polyk_q);\n" +
+                                   "            #pragma unroll\n            for (int polyk_e = 0; polyk_e < " + str(inChunk) + "; ++polyk_e) " + w + "[" + str(left) +
+                                   " + polyk_q + polyk_e] = polyk_v[polyk_e];\n          }\n";
+    const long long right = n - V - left;
+    if (cuda && inChunk > 0 && n > V && left <= inChunk && right <= inChunk) {
+      // (Away from a row's ends, the reach on either side is one vector each, not element loads.)
+      o += "        if (POLYK_ALIGNED && polyk_row && " + x0 + " >= " + str(inChunk) + " && " + x0 + " + " + str(V + inChunk) + " <= " + inner + ") {\n" + runVectors;
+      if (left > 0)
+        o += "          {\n            const " + vec + " polyk_v = " + loadVec + " - " + str(inChunk) + ");\n            #pragma unroll\n            for (int polyk_e = 0; polyk_e < " +
+             str(left) + "; ++polyk_e) " + w + "[polyk_e] = polyk_v[" + str(inChunk - left) + " + polyk_e];\n          }\n";
+      if (right > 0)
+        o += "          {\n            const " + vec + " polyk_v = " + loadVec + " + " + str(V) + ");\n            #pragma unroll\n            for (int polyk_e = 0; polyk_e < " +
+             str(right) + "; ++polyk_e) " + w + "[" + str(left + V) + " + polyk_e] = polyk_v[polyk_e];\n          }\n";
+      o += "        } else {\n";
+    } else {
+      o += "        {\n";
+    }
     if (cuda && inChunk > 0) {
-      o += "        if (POLYK_ALIGNED && polyk_row && " + x0 + " + " + str(V) + " <= " + inner + ") {\n";
-      o += "          #pragma unroll\n          for (int polyk_q = 0; polyk_q < " + str(V) + "; polyk_q += " + str(inChunk) + ") {\n";
-      o += "            const polyk::Vec<" + storage + ", " + str(inChunk) + "> polyk_v = polyk::load_vec<" + str(inChunk) + ">(" + p.in + " + polyk_at + polyk_q);\n";
-      o += "            #pragma unroll\n            for (int polyk_e = 0; polyk_e < " + str(inChunk) + "; ++polyk_e) " + w + "[" + str(left) +
-           " + polyk_q + polyk_e] = polyk_v[polyk_e];\n          }\n";
+      o += "        if (POLYK_ALIGNED && polyk_row && " + x0 + " + " + str(V) + " <= " + inner + ") {\n" + runVectors;
       o += "        } else {\n";
     } else {
       o += "        {\n";
@@ -682,7 +848,7 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
       o += "          " + w + "[" + str(left) + " + polyk_e] = polyk_row && " + x0 + " + polyk_e >= 0 && " + x0 + " + polyk_e < " + inner + " ? " + p.in +
            "[polyk_at + polyk_e] : " + text.padding + ";\n        }\n";
     }
-    return o + "      }\n";
+    return o + "        }\n      }\n";
   };
 
   Value v = printValue(text.body, d, [&](const Access &a, size_t k) {
@@ -703,15 +869,21 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
   body += "  const polyk_idx polyk_sr = " + inT.shape[last].str() + ", polyk_sp = " + (rank == 3 ? inT.shape[1].str() + " * polyk_sr" : std::string("polyk_sr")) + ";\n";
   body += "  const polyk_idx polyk_base = polyk_i0 * polyk_sp + " + (rank == 3 ? y + " * polyk_sr + " : std::string("")) + x0 + ";\n";
   body += "  if (" + x0 + " < " + outT.shape[last].str() + (rank == 3 ? " && " + y + " < " + outT.shape[1].str() : "") + ") {\n";
-  for (const auto &[row, w] : reg) body += "    " + storage + " " + w + "[" + str(width(row)) + "];\n";
-  body += "    /* The rows carried from plane to plane, at the first plane. */\n";
-  for (const auto &[row, w] : reg)
-    if (carried(row)) body += load(row, "0");
+  // The rows a plane reads first (not carried) are fetched a plane ahead, into `polyk_n...`: their
+  // loads are in flight while the plane before is computed.
+  for (const auto &[row, w] : reg) {
+    body += "    " + storage + " " + w + "[" + str(width(row)) + "];\n";
+    if (!carried(row)) body += "    " + storage + " polyk_n" + w.substr(6) + "[" + str(width(row)) + "];\n";
+  }
+  body += "    /* The first plane's rows. */\n";
+  for (const auto &[row, w] : reg) body += load(row, "0", w);
   body += "    for (int polyk_c = 0; polyk_c < " + str(p.chunk) + "; ++polyk_c) {\n";
   body += "      if (polyk_i0 + polyk_c >= " + outT.shape[0].str() + ") break;\n";
-  body += "      /* The rows this plane reads first. */\n";
+  body += "      /* The next plane's first rows. */\n";
+  body += "      if (polyk_c + 1 < " + str(p.chunk) + ") {\n";
   for (const auto &[row, w] : reg)
-    if (!carried(row)) body += load(row, "polyk_c");
+    if (!carried(row)) body += load(row, "polyk_c + 1", "polyk_n" + w.substr(6));
+  body += "      }\n";
   body += "      " + outStorage + " polyk_o[" + str(V) + "];\n      bool polyk_in[" + str(V) + "], polyk_all = true;\n";
   body += "      " + std::string(cuda ? "#pragma unroll\n      " : "") + "for (int polyk_e = 0; polyk_e < " + str(V) + "; ++polyk_e) {\n";
   body += "        const polyk_idx " + names[0] + " = polyk_i0 + polyk_c";
@@ -736,6 +908,10 @@ std::string emitRegisterStreamed(const Scop &s, const StreamPlan &p, Dialect d) 
     if (carried(row))
       body += "      " + std::string(cuda ? "#pragma unroll\n      " : "") + "for (int polyk_e = 0; polyk_e < " + str(width(row)) + "; ++polyk_e) " + w +
               "[polyk_e] = " + reg.at({row.first + 1, row.second}) + "[polyk_e];\n";
+  for (const auto &[row, w] : reg)
+    if (!carried(row))
+      body += "      " + std::string(cuda ? "#pragma unroll\n      " : "") + "for (int polyk_e = 0; polyk_e < " + str(width(row)) + "; ++polyk_e) " + w +
+              "[polyk_e] = polyk_n" + w.substr(6) + "[polyk_e];\n";
   body += "    }\n  }\n";
 
   long long threads = 1;
@@ -776,12 +952,15 @@ std::optional<std::string> stencilKernel(const Scop &s, const EmitOptions &opt, 
     if (opt.partition) throw UsageError("--partition: a time-tiled program (kernel[0] -> time[..]) is not partitioned yet; schedule it with --time-tile=0");
     return emitTimeTiled(s, *tt, d);
   }
-  if (std::optional<StreamPlan> sp = streamPlan(s)) {
+  // (A window reduction streams as the stencil it unrolls to: windowAsStencil.)
+  std::optional<Scop> hold;
+  const Scop &form = stencilForm(s, hold);
+  if (std::optional<StreamPlan> sp = streamPlan(form)) {
     // (Under --partition, register streams fall back to the kernel polyk-bind mapped: the
     // partition model describes its blocks. A ring's sizes are the user's own: refused.)
     if (opt.partition && sp->vector > 1) return std::nullopt;
     if (opt.partition) throw UsageError("--partition: a streamed stencil (kernel[0] -> stream[..]) is not partitioned yet; schedule it without --stream");
-    return sp->vector > 1 ? emitRegisterStreamed(s, *sp, d) : emitStreamed(s, *sp, d);
+    return sp->vector > 1 ? emitRegisterStreamed(form, *sp, d) : emitStreamed(form, *sp, d);
   }
   return std::nullopt;
 }

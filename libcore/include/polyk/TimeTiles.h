@@ -7,6 +7,7 @@
 
 #include "polyk/Scop.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,13 @@ std::vector<long long> defaultStreamBlock(unsigned rank);
 std::vector<long long> streamWidening(const Scop &s);
 /// The streamed tensor: the one read at the most distinct offsets (empty where none is).
 std::string streamedTensor(const Scop &s);
+/// A window reduction as the stencil statement it is, where `s` is one: its three statements
+/// (init, an update whose reduced dims are a box of constant bounds, at most 64 points, the same
+/// at every output; the store) become one that writes the store's value with the accumulator
+/// unrolled into a chain of the update's operator over the box's points, in the order of the
+/// sequential reference (`B(i, j) +=! A(i + u - 2, j + v - 2) * G(u, v)` -> `B(i, j) =
+/// f32(((A(i - 2, j - 2) * G(0, 0)) + (A(i - 2, j - 1) * G(0, 1))) + ...)`); its temporary goes.
+/// The stream functions above take such a program as that stencil (Gaussian2D's register streams).
+std::optional<Scop> windowAsStencil(const Scop &s);
 
 } // namespace polyk
