@@ -452,10 +452,30 @@ bool shortReduction(const Scop &s, const KernelConfig &kc) {
 /// Under split-K (`sk`), `phase` 1 is the body whose stores put the registers into the block's
 /// partials, `phase` 2 the stores (kc's statements: the stores only) that sum them first, printed
 /// without the prologue and declarations (`declare` false).
+/// Whether `loop` (a for node) holds no loop that is not degenerate.
+bool innermostLoop(const isl::ast_node &loop) {
+  struct Walk {
+    isl_ast_node *root;
+    bool inner = true;
+  } walk{loop.get()};
+  isl_ast_node_foreach_descendant_top_down(
+      loop.get(),
+      [](isl_ast_node *n, void *user) -> isl_bool {
+        Walk &w = *static_cast<Walk *>(user);
+        if (n != w.root && isl_ast_node_get_type(n) == isl_ast_node_for && isl_ast_node_for_is_degenerate(n) != isl_bool_true) {
+          w.inner = false;
+          return isl_bool_false;
+        }
+        return isl_bool_true;
+      },
+      &walk);
+  return walk.inner;
+}
+
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
                        int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
                        const isl::schedule &bound, Dialect d, bool unrolled, const SplitK &sk = {}, int phase = 0,
-                       bool declare = true, const MmaPlan &mma = {}, MmaOutcome *mmaOutcome = nullptr) {
+                       bool declare = true, const MmaPlan &mma = {}, MmaOutcome *mmaOutcome = nullptr, int unroll = 1) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -549,10 +569,12 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   // Small constant loops (a filter's fy, fx) unrolled: nvcc left Gaussian2D's 5 x 5 loops rolled
   // once the kernel had two versions (524 -> 1071 us on the H100).
   constexpr int kUnrollTrip = 16;
+  // --unroll N > 1: `#pragma unroll N` on the other innermost loops (a reduced tile's loop).
   if (d == Dialect::Cuda)
-    printer.around = [](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
+    printer.around = [unroll](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
       int trip = VectorReads::constantTrip(loop);
       if (trip > 1 && trip <= kUnrollTrip) return {std::string(2 * indent, ' ') + "#pragma unroll\n", ""};
+      if (unroll > 1 && innermostLoop(loop)) return {std::string(2 * indent, ' ') + "#pragma unroll " + std::to_string(unroll) + "\n", ""};
       return {"", ""};
     };
   std::string o;
@@ -808,7 +830,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
          (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
     MmaOutcome outcome;
     std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
-                                  sk.on ? 1 : 0, true, mma, &outcome);
+                                  sk.on ? 1 : 0, true, mma, &outcome, opt.unroll);
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
     if (sk.on) {
       // (The clone's offset prologue, patched for the split; the slot reads the local block ids,

@@ -45,7 +45,8 @@ int main(int argc, char **argv) {
              ->capture_default_str();
          app.add_option("--unroll", opts.unroll,
                         "unroll factor of per-thread loops: 1 = leave it to nvcc, 0 = 16 bytes of the narrowest element "
-                        "read (at least 4), N = #pragma unroll N")
+                        "read (at least 4), N = #pragma unroll N; affine kernels: N > 1 = #pragma unroll N on each innermost loop "
+                        "not already unrolled whole (a reduced tile's loop), else nvcc's choice")
              ->check(CLI::Range(0, 64))
              ->capture_default_str();
          app.add_option("--stream-loads", opts.streamLoads,

@@ -37,7 +37,9 @@ struct EmitOptions {
   std::string accumulate = "f32";
   /// Unroll factor of the kernels' per-thread loops: 1 (default) leaves them to nvcc, which
   /// measured best on the H100 (bench/results, variants u1 / u16 / auto); 0 picks 16 bytes' worth of
-  /// the narrowest element read (at least 4); N > 1 asks `#pragma unroll N`.
+  /// the narrowest element read (at least 4); N > 1 asks `#pragma unroll N`. Affine kernels: N > 1
+  /// asks it of each innermost loop not already unrolled whole (a reduced tile's loop, its
+  /// remainder); 0 and 1 leave those loops to nvcc.
   int unroll = 1;
   /// Vector loads of inputs the program reads once: auto (streaming loads, no L1 allocation and
   /// evict-first in L2, where they measured faster on the H100: EmitCuda.cpp, streamedTensors),
