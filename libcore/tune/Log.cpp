@@ -179,6 +179,7 @@ std::string writeTuning(const Tuning &t) {
   if (t.mma != "off") out << YAML::Key << "mma" << YAML::Value << t.mma;
   if (t.shared != "auto") out << YAML::Key << "shared" << YAML::Value << t.shared;
   if (t.combine != "auto") out << YAML::Key << "combine" << YAML::Value << t.combine;
+  if (t.unroll != "1") out << YAML::Key << "unroll" << YAML::Value << t.unroll;
   if (!t.cover.empty()) {
     out << YAML::Key << "cover" << YAML::Value;
     emitQuoted(out, t.cover);
@@ -220,6 +221,7 @@ Tuning readTuning(const std::string &text, const std::string &file) {
   option("mma", t.mma, {"off", "tf32x3"});
   option("shared", t.shared, {"auto", "off"});
   option("combine", t.combine, {"auto", "ordered", "atomic"});
+  option("unroll", t.unroll, {"0", "1", "2", "3", "4", "5", "6", "7", "8"});
   return t;
 }
 

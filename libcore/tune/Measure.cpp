@@ -179,6 +179,7 @@ void measure(const SpaceModel &model, const std::vector<std::vector<long long>> 
       EmitOptions eo;
       eo.prefetch = stage.prefetch;
       eo.combine = stage.combine;
+      eo.unroll = std::stoi(stage.unroll);
       eo.mma = stage.mma;
       eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
       eo.harness = true;

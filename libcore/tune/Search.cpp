@@ -72,6 +72,7 @@ bool addedValue(const std::string &name, long long &value) {
   };
   if (name == "emit.mma" || name == "emit.combine") return value = 0, true;
   if (name == "bind.shared") return value = 1, true;
+  if (name == "emit.unroll") return value = 1, true; // (session 24: none before)
   if (kernelParam("split")) return value = 1, true;
   if (kernelParam("vector")) return value = 1, true; // (a streamed stencil's, session 23: none before)
   if (kernelParam("shared")) return value = kStaticShared, true;

@@ -473,6 +473,10 @@ Space deriveSpace(const Scop &flat) {
     else if (windows) param("bind.points", {2, 1}, 2);
     else param("bind.points", {1, 2}, 1);
     param("emit.prefetch", {1, 0}, 1);
+    // The innermost loops not unrolled whole (a reduced tile's, N-body's 256 bodies): nvcc's
+    // choice, or 8 (H200: N-body 4228 -> 4121 us; GEMM, GEMV, (10, 500, 64) as fast or slower:
+    // bench/results/2026-11-28-h200-unroll-affine.txt).
+    param("emit.unroll", {1, 8}, 1);
   }
   // polyk-bind's staging on or off (its auto: the operands several threads read, where they fit).
   if (staged) param("bind.shared", {1, 0}, 1);
@@ -527,6 +531,8 @@ const std::vector<StageParam> &stageParams() {
       {"emit.mma", &StageOptions::mma, {"off", "tf32x3"}, "0 (off) or 1 (tf32x3)", ""},
       {"bind.shared", &StageOptions::shared, {"off", "auto"}, "1 (auto) or 0 (off)", "polyk-bind --shared: 1 auto, 0 off"},
       {"emit.combine", &StageOptions::combine, {"auto", "atomic"}, "0 (auto) or 1 (atomic)", "polyk-emit --combine: 0 auto (ordered), 1 atomic"},
+      {"emit.unroll", &StageOptions::unroll, {"0", "1", "2", "3", "4", "5", "6", "7", "8"}, "an unroll factor 0 to 8",
+       "polyk-emit --unroll: 1 nvcc's choice, N #pragma unroll N"},
   };
   return params;
 }

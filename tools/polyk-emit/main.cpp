@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
                         "constant reduced tile that 8 divides) or off")
              ->check(CLI::IsMember({"auto", "off", "tf32x3"}))
              ->capture_default_str();
-         app.add_option("--tuning", tuning, "the prefetch, mma and combine polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's; its combine where --combine is not given and --determinism is not run_to_run)")
+         app.add_option("--tuning", tuning, "the prefetch, mma, combine and unroll polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's; its combine where --combine is not given and --determinism is not run_to_run; its unroll where --unroll is 1)")
              ->check(CLI::ExistingFile)
              ->excludes("--prefetch");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
            // (Its combine where --combine is not given and the run need not be reproducible: atomics
            // cannot give --determinism=run_to_run.)
            if (t.combine != "auto" && opts.combine == "auto" && opts.determinism != "run_to_run") opts.combine = t.combine;
+           if (t.unroll != "1" && opts.unroll == 1) opts.unroll = std::stoi(t.unroll); // (else --unroll's, where given)
          }
          if (!partitionFile.empty()) {
            std::ifstream f(partitionFile, std::ios::binary);

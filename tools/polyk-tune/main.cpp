@@ -225,6 +225,7 @@ int runCommand(int argc, char **argv) {
         t.mma = stage.mma;
         t.shared = stage.shared;
         t.combine = stage.combine;
+        t.unroll = stage.unroll;
         if (stage.cover >= 0) std::tie(t.cover, t.sizes) = runner.covers.at((size_t)stage.cover);
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
@@ -442,7 +443,7 @@ int main(int argc, char **argv) {
                                if (stage) {
                                  polyk::StageOptions so = polyk::stageOptionsOf(s, c);
                                  sizes += " --points=" + so.points + " --prefetch=" + so.prefetch + (so.mma != "off" ? " --mma=" + so.mma : "") +
-                                          (so.shared != "auto" ? " --shared=" + so.shared : "") + (so.combine != "auto" ? " --combine=" + so.combine : "");
+                                          (so.shared != "auto" ? " --shared=" + so.shared : "") + (so.combine != "auto" ? " --combine=" + so.combine : "") + (so.unroll != "1" ? " --unroll=" + so.unroll : "");
                                }
                                o << sizes << "\n";
                              }

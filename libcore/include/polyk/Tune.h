@@ -99,6 +99,8 @@ struct StageOptions {
   /// polyk-bind --shared (the space's bind.shared: 1 auto, 0 off) and polyk-emit --combine
   /// (emit.combine: 0 auto, 1 atomic).
   std::string shared = "auto", combine = "auto";
+  /// polyk-emit --unroll (the space's emit.unroll: 1 nvcc's choice, N > 1 `#pragma unroll N`).
+  std::string unroll = "1";
   /// A map's cover (the space's `schedule.cover`: polyk-schedule --fusion=search's rank, polyk-tune
   /// run --fusion-search); -1: none.
   long long cover = -1;
