@@ -90,6 +90,8 @@ std::vector<Trial> parseLog(const std::string &text, const std::string &path, Tu
       t.us = n["us"] ? n["us"].as<double>() : 0;
       t.elapsedS = n["elapsed_s"] ? n["elapsed_s"].as<double>() : 0;
       t.detail = get("detail");
+      t.registers = n["registers"] ? n["registers"].as<int>() : -1;
+      t.spillBytes = n["spill_bytes"] ? n["spill_bytes"].as<long long>() : -1;
     } catch (const YAML::Exception &) {
       fail(at, "a trial record's fields have the wrong types");
     }
@@ -144,6 +146,8 @@ void TuneLog::write(const std::string &line) {
 void TuneLog::append(const Trial &t) {
   std::string line = "{\"trial\": " + std::to_string(t.index) + ", \"config\": " + jsonQuoted(t.key) + ", \"status\": " +
                      jsonQuoted(statusName(t.status)) + ", \"us\": " + number(t.us) + ", \"elapsed_s\": " + number(t.elapsedS);
+  if (t.registers >= 0) line += ", \"registers\": " + std::to_string(t.registers);
+  if (t.spillBytes >= 0) line += ", \"spill_bytes\": " + std::to_string(t.spillBytes);
   if (!t.detail.empty()) line += ", \"detail\": " + jsonQuoted(t.detail);
   write(line + "}\n");
   keys_.insert(t.key);

@@ -273,8 +273,15 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   std::vector<long long> state = r.best.index >= 0 ? model.parseKey(r.best.key, {}) : defaults;
   double stateUs = r.best.index >= 0 ? r.best.us : 0;
   long long session = 0;
+  // Trials are the configurations built and run: those refused before any compile (a constraint,
+  // or the capacity check: RunnerOptions::maxSpill) are logged, so never proposed again, but not counted.
+  auto measured = [&](size_t upTo) {
+    long long n = 0;
+    for (size_t i = 0; i < upTo && i < log.trials().size(); ++i) n += log.trials()[i].status != TrialStatus::Violated;
+    return n;
+  };
   auto stop = [&]() -> std::string {
-    if (search.trials > 0 && (long long)log.trials().size() >= search.trials) return "the trials asked for are done";
+    if (search.trials > 0 && measured(log.trials().size()) >= search.trials) return "the trials asked for are done";
     if (search.seconds > 0 && seconds() >= search.seconds) return "the time asked for is up";
     if (search.target > 0 && r.best.index >= 0 && r.defaults.status == TrialStatus::Ok && r.defaults.us > 0 &&
         r.defaults.us / r.best.us >= search.target)
@@ -284,7 +291,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   while ((r.stopped = stop()).empty()) {
     // (A batch: the compiles at once, and enough runs to keep every GPU of --gpus busy.)
     size_t room = std::max({(size_t)std::max(1, runner.jobs), 2 * runner.gpus.size()});
-    if (search.trials > 0) room = std::min<size_t>(room, (size_t)(search.trials - (long long)log.trials().size()));
+    if (search.trials > 0) room = std::min<size_t>(room, (size_t)(search.trials - measured(log.trials().size())));
     std::set<std::string> taken;
     for (const Trial &t : log.trials()) taken.insert(keyOf(t.key));
     std::vector<std::vector<long long>> batch;
@@ -303,7 +310,11 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
       ++session;
       char line[64];
       std::snprintf(line, sizeof line, "%5d  %-13s %10.2f us  ", t.index, statusName(t.status), t.us);
-      progress(line + t.key + (t.detail.empty() ? "" : "  (" + t.detail + ")"));
+      std::string used = t.registers < 0 || t.status == TrialStatus::Violated
+                             ? ""
+                             : "  [" + std::to_string(t.registers) + " registers" +
+                                   (t.spillBytes > 0 ? ", " + std::to_string(t.spillBytes) + " bytes spilled" : "") + "]";
+      progress(line + t.key + used + (t.detail.empty() ? "" : "  (" + t.detail + ")"));
       if (t.status == TrialStatus::Ok && search.strategy == "anneal" && (stateUs == 0 || proposer.accept(t.us, stateUs, session))) {
         state = model.parseKey(t.key, {});
         stateUs = t.us;
@@ -311,8 +322,8 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
       consider(t);
     }, [&] { return search.seconds > 0 && seconds() >= search.seconds; });
   }
-  r.trials = (long long)log.trials().size();
-  r.trialsToBest = r.best.index + 1;
+  r.trials = measured(log.trials().size());
+  r.trialsToBest = measured((size_t)(r.best.index + 1));
   r.secondsToBest = r.best.elapsedS;
   return r;
 }

@@ -31,3 +31,10 @@ if shutil.which("mpicxx") and shutil.which("mpirun"):
 # release build runs them as the ctest entry lit/unsanitized (test/CMakeLists.txt).
 if config.polyk_sanitized.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("sanitized")
+
+# NVRTC (the CUDA toolkit's; polyk-tune --resources=nvrtc opens it at run time, as Nvrtc.cpp looks
+# for it): CI installs the toolkit at /usr/local/cuda.
+import glob
+_homes = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+if any(h and glob.glob(os.path.join(h, "lib64", "libnvrtc.so*")) for h in _homes):
+    config.available_features.add("nvrtc")

@@ -4,7 +4,9 @@
 //                                                   N configurations as sizes maps
 #include "polyk/MapSearch.h"
 #include "polyk/Flatten.h"
+#include "polyk/Isl.h"
 #include "polyk/KernelTuner.h"
+#include "polyk/Nvrtc.h"
 #include "polyk/Program.h"
 #include "polyk/Tool.h"
 #include "polyk/Tune.h"
@@ -22,6 +24,8 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <atomic>
+#include <thread>
 
 namespace {
 
@@ -32,6 +36,7 @@ int usage() {
                        "       polyk-tune train PROGRAM.yaml --log LOG.jsonl [--also PROGRAM=LOG] -o MODEL\n"
                        "       polyk-tune export PROGRAM.yaml --log LOG.jsonl [-o results.json]\n"
                        "       polyk-tune report PROGRAM.yaml --log LOG.jsonl --model MODEL [--dir DIR]\n"
+                       "       polyk-tune resources PROGRAM.yaml --log LOG.jsonl [-j N]\n"
                        "run 'polyk-tune COMMAND --help' for the options\n");
   return 2;
 }
@@ -49,7 +54,7 @@ int runCommand(int argc, char **argv) {
   polyk::RunnerOptions runner;
   polyk::SearchOptions search;
   std::string logPath, spacePath, t1Path, work;
-  CLI::Option *searchOption = nullptr;
+  CLI::Option *searchOption = nullptr, *resourcesOption = nullptr;
   bool keep = false;
   runner.runtimeDir = POLYK_RUNTIME_DIR;
   polyk::ToolSpec spec{
@@ -102,6 +107,17 @@ int runCommand(int argc, char **argv) {
             ->capture_default_str();
         app.add_option("--arch", runner.arch, "nvcc's -arch (cuda)")->capture_default_str();
         app.add_option("--compiler", runner.compiler, "the compiler (default: cc, or nvcc)");
+        resourcesOption = app.add_option("--resources", runner.resources,
+                       "nvrtc: compile each variant's kernels with NVRTC first (in process, no GPU needed) and log their "
+                       "registers and spills (a compile error there skips nvcc); off: not")
+            ->check(CLI::IsMember({"nvrtc", "off"}))
+            ->capture_default_str();
+        app.add_option("--max-spill", runner.maxSpill,
+                       "capacity pruning: a variant whose kernels spill more than this many bytes (NVRTC's ptxas report) "
+                       "is logged as violated and neither built nor run, nor counted as a trial (-1: no limit; a limit implies "
+                       "--resources=nvrtc)")
+            ->check(CLI::Range(-1LL, 1LL << 40))
+            ->capture_default_str();
         app.add_option("--determinism", runner.determinism, "polyk-emit's --determinism")
             ->check(CLI::IsMember({"not_guaranteed", "run_to_run"}))
             ->capture_default_str();
@@ -183,6 +199,13 @@ int runCommand(int argc, char **argv) {
           std::ifstream f(spacePath, std::ios::binary);
           space = polyk::readSpace(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), spacePath);
         }
+        std::string noNvrtc;
+        bool haveNvrtc = polyk::nvrtcAvailable(&noNvrtc);
+        if (runner.maxSpill >= 0 && runner.resources == "off") {
+          if (resourcesOption->count()) throw polyk::UsageError("--max-spill needs NVRTC's report, and --resources is off");
+          runner.resources = "nvrtc";
+        }
+        if (runner.resources == "nvrtc" && !haveNvrtc) throw polyk::UsageError("--resources=nvrtc: " + noNvrtc);
         auto [device, arch] = polyk::runnerDevice(runner);
         std::string params;
         for (const auto &p : runner.params) params += (params.empty() ? "" : " ") + p;
@@ -332,6 +355,95 @@ int reportCommand(int argc, char **argv) {
        {"--log", "--also", "--model", "--dir"}});
 }
 
+int resourcesCommand(int argc, char **argv) {
+  std::string logPath, spacePath, arch = "sm_90", runtime = POLYK_RUNTIME_DIR, determinism = "not_guaranteed";
+  int jobs = 2;
+  polyk::ToolSpec spec{"polyk-tune resources",
+       "Each configuration of a tuning log compiled by NVRTC (the kernels only, no GPU needed), as polyk-tune run "
+       "--resources=nvrtc checks them: CSV of the trial, its logged status and time, and its kernels' most registers "
+       "and spilled bytes (NVRTC's ptxas report), to see which variants spill and what that cost.",
+       [&](CLI::App &app) {
+         app.add_option("--log", logPath, "the tuning log")->required()->check(CLI::ExistingFile);
+         app.add_option("--space", spacePath, "the space the log searched (polyk-tune run --space); default: the derived one")
+             ->check(CLI::ExistingFile);
+         app.add_option("--arch", arch, "the GPU architecture NVRTC compiles for")->capture_default_str();
+         app.add_option("-j,--jobs", jobs, "compiles at a time")->check(CLI::Range(1, 256))->capture_default_str();
+         app.add_option("--determinism", determinism, "polyk-emit's --determinism")
+             ->check(CLI::IsMember({"not_guaranteed", "run_to_run"}))
+             ->capture_default_str();
+         app.add_option("--runtime", runtime, "the directory holding polyk/runtime.cuh")->capture_default_str();
+       },
+       [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
+         std::string why;
+         if (!polyk::nvrtcAvailable(&why)) throw polyk::UsageError(why);
+         polyk::TuneLogHeader h;
+         std::vector<polyk::Trial> trials = polyk::readTuneLog(logPath, h);
+         polyk::Program p = polyk::readProgram(in.text, in.displayName);
+         if (p.name != h.program)
+           throw polyk::InputError({logPath, 1, 1}, "this log is of program '" + h.program + "', not '" + p.name + "'");
+         std::istringstream params(h.params);
+         for (std::string nv; params >> nv;)
+           for (auto &q : p.params)
+             if (nv.rfind(q.first + "=", 0) == 0) q.second = std::stoll(nv.substr(q.first.size() + 1));
+         std::string programText = polyk::writeProgram(p);
+         polyk::Scop flat = polyk::flatten(polyk::readProgram(programText, in.displayName));
+         std::string flatText = polyk::writeScop(flat);
+         polyk::Space space;
+         if (spacePath.empty()) {
+           space = polyk::deriveSpace(flat);
+         } else {
+           std::ifstream f(spacePath, std::ios::binary);
+           space = polyk::readSpace(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), spacePath);
+         }
+         polyk::SpaceModel model(space);
+         polyk::RunnerOptions o;
+         o.arch = arch;
+         o.runtimeDir = runtime;
+         o.determinism = determinism;
+         std::vector<polyk::Trial> got(trials.size());
+         std::atomic<size_t> next{0};
+         auto worker = [&] {
+           polyk::IslThreadContext isl;
+           polyk::Scop mine = polyk::readScop(flatText, "scop");
+           for (size_t i; (i = next++) < trials.size();) {
+             polyk::Trial &t = got[i];
+             try {
+               std::vector<long long> v = model.parseKey(trials[i].key, {logPath}, true);
+               std::string broken = model.complete(v);
+               if (!broken.empty()) {
+                 t.detail = "violates " + broken;
+                 continue;
+               }
+               polyk::checkResources(polyk::variantSource(mine, model, v, o, true, false), o, t);
+             } catch (const std::exception &e) {
+               t.detail = e.what();
+             }
+           }
+         };
+         std::vector<std::thread> pool;
+         for (int j = 0; j < jobs; ++j) pool.emplace_back(worker);
+         for (auto &t : pool) t.join();
+         std::string out = "trial,status,us,registers,spill_bytes,config,detail\n";
+         auto csv = [](std::string s) {
+           for (char &c : s)
+             if (c == '"' || c == '\n') c = '\'';
+           return "\"" + s + "\"";
+         };
+         for (size_t i = 0; i < trials.size(); ++i) {
+           char us[32];
+           std::snprintf(us, sizeof us, "%.2f", trials[i].us);
+           out += std::to_string(trials[i].index) + "," + polyk::statusName(trials[i].status) + "," + us + "," +
+                  (got[i].registers >= 0 ? std::to_string(got[i].registers) : "") + "," +
+                  (got[i].spillBytes >= 0 ? std::to_string(got[i].spillBytes) : "") + "," + csv(trials[i].key) + "," +
+                  csv(got[i].detail) + "\n";
+         }
+         return out;
+       },
+       {"--log", "--space", "--runtime"}};
+  spec.defaultTimeLimit = 0;
+  return polyk::runTool(argc, argv, spec);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -347,7 +459,9 @@ int main(int argc, char **argv) {
                 "  polyk-tune export PROGRAM.yaml --log LOG.jsonl  the log as T4 results (Kernel Tuner's JSON)\n"
                 "  polyk-tune space PROGRAM.yaml --format t1       the space as a T1 problem; run --t1 reads one\n"
                 "  polyk-tune report PROGRAM.yaml --log LOG.jsonl --model MODEL\n"
-                "                                                  how well the model ranks the logged trials\n");
+                "                                                  how well the model ranks the logged trials\n"
+                "  polyk-tune resources PROGRAM.yaml --log LOG.jsonl\n"
+                "                                                  each logged variant's registers and spills (NVRTC)\n");
     return 0;
   }
   if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
@@ -453,6 +567,7 @@ int main(int argc, char **argv) {
   if (sub == "run") return runCommand(argc - 1, argv + 1);
   if (sub == "train") return trainCommand(argc - 1, argv + 1);
   if (sub == "report") return reportCommand(argc - 1, argv + 1);
+  if (sub == "resources") return resourcesCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "polyk-tune: error: unknown command '%s'\n", sub.c_str());
   return usage();
 }

@@ -55,6 +55,10 @@ struct Trial {
   double us = 0;          // median time, where Ok (or Slow: the first runs')
   double elapsedS = 0;    // tuning time when it finished, over every session
   std::string detail;     // the first line of an error
+  /// NVRTC's report of the variant's kernels (RunnerOptions::resources): the most registers a
+  /// thread of any kernel, and the most bytes any kernel spills (stores); -1 where not compiled.
+  int registers = -1;
+  long long spillBytes = -1;
 };
 
 struct TuneLogHeader {
@@ -113,7 +117,22 @@ struct RunnerOptions {
   long long fusionCovers = 0;
   std::string psi;
   std::vector<std::pair<std::string, std::string>> covers;
+  /// nvrtc: each variant's kernels compiled by NVRTC first (in process, no GPU needed), their
+  /// registers and spills logged; off: not. Capacity pruning: a variant whose kernels spill more
+  /// than `maxSpill` bytes (>= 0) is not built or run (status violated).
+  std::string resources = "off";
+  long long maxSpill = -1;
 };
+
+/// A configuration's CUDA (polyk-emit's, with `harness`) through the four stages in this
+/// process, as the runner builds it; an InputError or a UsageError where a stage refuses it.
+std::string variantSource(const Scop &flat, const SpaceModel &model, const std::vector<long long> &full,
+                          const RunnerOptions &o, bool cuda, bool harness);
+
+/// The variant's kernels compiled by NVRTC (Nvrtc.h) for `o.arch`: fills `t`'s registers and
+/// spillBytes; false (with `t`'s status and detail set) where NVRTC fails or where the kernels
+/// spill more than `o.maxSpill`.
+bool checkResources(const std::string &cuda, const RunnerOptions &o, Trial &t);
 
 /// The device and architecture the runner measures on (cpu: /proc/cpuinfo and uname; cuda:
 /// nvidia-smi); a UsageError where there is none.
@@ -131,7 +150,7 @@ struct SearchOptions {
   std::string strategy = "random"; // exhaustive | random | anneal | model
   std::string model;               // model: the cost model (TuneModel.h) that ranks the space
   long long candidates = 20000;    // model: configurations ranked (all where the space has fewer; else drawn)
-  long long trials = 0;            // stop after this many trials in the log (0: no limit)
+  long long trials = 0;            // stop after this many trials in the log, built and run (0: no limit)
   double seconds = 0;              // stop after this long in this session (0: no limit)
   double target = 0;               // stop at this speedup over the defaults (0: none)
   unsigned seed = 1;

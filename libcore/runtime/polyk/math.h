@@ -12,7 +12,12 @@
 #ifndef POLYK_MATH_H
 #define POLYK_MATH_H
 
+#ifndef __CUDACC_RTC__
 #include <math.h>
+#else /* NVRTC: the math functions are built in, math.h's constants are not */
+#define HUGE_VALF (__int_as_float(0x7f800000))
+#define HUGE_VAL (__longlong_as_double(0x7ff0000000000000LL))
+#endif
 
 #ifdef __CUDACC__
 #define POLYK_HD __host__ __device__

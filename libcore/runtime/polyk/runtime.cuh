@@ -32,12 +32,20 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#ifdef __CUDACC_RTC__
+// NVRTC (polyk-tune's resource checks: libcore/tune/Nvrtc.cpp) compiles the kernels alone: no host
+// standard library there, libcu++'s in its place, and none of the host side below.
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+namespace std { using namespace cuda::std; }
+#else
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
+#endif
 
 #include "polyk/math.h"
 
@@ -1077,6 +1085,7 @@ __device__ void ordered_combine(T* partials, unsigned int* counter, int slot, in
   }
 }
 
+#ifndef __CUDACC_RTC__
 // A launcher's temporaries (host side): allocated and freed in stream order from a pool of polyk's
 // own on each device, which keeps its memory mapped between calls (release threshold: all of it).
 // The device's default pool hands memory back to the OS at every synchronisation (its threshold is
@@ -1202,6 +1211,7 @@ class OrderedScratch {
   std::mutex mutex_;
   std::vector<Set> sets_;
 };
+#endif  // __CUDACC_RTC__
 
 }  // namespace polyk
 
