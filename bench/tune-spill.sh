@@ -6,7 +6,7 @@
 #   pruned   (--max-spill 0: a variant whose kernels spill is neither built nor run).
 # Prints, per space and way: wall seconds, trials run, trials pruned, the best and its trial.
 #   here:  bench/tune-gpu.sh prepare
-#   there: bench/tune-spill.sh OUT [SPACE.yaml...]
+#   there: [WAYS='plain pruned'] bench/tune-spill.sh OUT [SPACE.yaml...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: $0 OUT [SPACE.yaml...]" >&2; exit 2; }
@@ -30,7 +30,7 @@ for space in "${spaces[@]}"; do
   esac
   args=()
   for c in "${check[@]}"; do args+=(--check-param "$c"); done
-  for way in plain nvrtc pruned; do
+  for way in ${WAYS:-plain nvrtc pruned}; do
     case $way in plain) opts=() ;; nvrtc) opts=(--resources nvrtc) ;; pruned) opts=(--max-spill 0) ;; esac
     log=$out/$n.$way.jsonl
     rm -f "$log"

@@ -170,8 +170,8 @@ bool checkResources(const std::string &cuda, const RunnerOptions &o, Trial &t) {
   }
   if (std::getenv("POLYK_NVRTC_LOG")) std::fprintf(stderr, "NVRTC (%.2f s):\n%s\n", c.seconds, c.log.c_str());
   if (c.kernels.empty()) {
-    // No ptxas report in NVRTC's log (seen on the H200 machine for some variants, never here):
-    // the resources stay unknown and nothing is pruned.
+    // No ptxas report in NVRTC's log (a compute-cache hit: Nvrtc.cpp turns the cache off): the
+    // resources stay unknown and nothing is pruned.
     t.registers = -1;
     t.spillBytes = -1;
     return true;

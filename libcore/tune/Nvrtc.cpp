@@ -215,6 +215,12 @@ const Nvrtc &nvrtc() {
   static Nvrtc n;
   static std::once_flag once;
   std::call_once(once, [] {
+    // Where a driver is installed, NVRTC answers a program it compiled before from the CUDA
+    // compute cache (~/.nv/ComputeCache), and its log then has no ptxas report (seen on the H200
+    // machine: the second run of a variant logged 0 registers). The report is the point here.
+    // (Set once, before polyk-tune starts its threads; the harnesses it runs carry SASS for their
+    // architecture, which the cache does not serve.)
+    ::setenv("CUDA_CACHE_DISABLE", "1", 1);
     std::vector<std::string> homes;
     if (const char *h = std::getenv("CUDA_HOME")) homes.push_back(h);
     if (const char *h = std::getenv("CUDA_PATH")) homes.push_back(h);
