@@ -14,18 +14,14 @@ shift 2
 spaces=("$@")
 [ ${#spaces[@]} -eq 0 ] && spaces=(bench/tune/spaces/*.yaml)
 dir=build/gdir tune=build/gdir/bin/polyk-tune
+. bench/tune/program-of.sh
 [ -x "$tune" ] || tune=build/bin/polyk-tune
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=index,name --format=csv,noheader
 for space in "${spaces[@]}"; do
   n=$(basename "$space" .yaml)
-  case $n in
-    gemm1024) program=examples/blas/gemm.yaml check=(M=129 N=200 K=67) ;;
-    conv_*) program=examples/conv/${n#conv_}.yaml
-            if grep -q '2\*y' "$program"; then check=(K=13 C=6 H=30 W=30 OH=15 OW=15); else check=(K=13 C=6 H=29 W=29 OH=29 OW=29); fi ;;
-    *) echo "$n: no program known for this space" >&2; continue ;;
-  esac
+  program_of "$n" || continue
   args=()
   for c in "${check[@]}"; do args+=(--check-param "$c"); done
   start=$(date +%s)

@@ -15,6 +15,7 @@ shift
 spaces=("$@")
 [ ${#spaces[@]} -eq 0 ] && spaces=(bench/tune/spaces/conv_r4.yaml)
 dir=build/gdir tune=build/gdir/bin/polyk-tune
+. bench/tune/program-of.sh
 [ -x "$tune" ] || tune=build/bin/polyk-tune
 export LD_LIBRARY_PATH=$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"
@@ -22,12 +23,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 printf '%-10s %-7s %7s %6s %7s %10s %8s\n' space way wall_s trials pruned best_us at_trial > "$out/table.txt"
 for space in "${spaces[@]}"; do
   n=$(basename "$space" .yaml)
-  case $n in
-    gemm1024) program=examples/blas/gemm.yaml check=(M=129 N=200 K=67) ;;
-    conv_*) program=examples/conv/${n#conv_}.yaml
-            if grep -q '2\*y' "$program"; then check=(K=13 C=6 H=30 W=30 OH=15 OW=15); else check=(K=13 C=6 H=29 W=29 OH=29 OW=29); fi ;;
-    *) echo "$n: no program known for this space" >&2; continue ;;
-  esac
+  program_of "$n" || continue
   args=()
   for c in "${check[@]}"; do args+=(--check-param "$c"); done
   for way in ${WAYS:-plain nvrtc pruned}; do

@@ -355,6 +355,20 @@ int reportCommand(int argc, char **argv) {
        {"--log", "--also", "--model", "--dir"}});
 }
 
+/// The program of the tuning log at `logPath` (the input, at the sizes the log was recorded with)
+/// and its trials; an InputError where the log is of another program.
+polyk::Program programOfLog(const polyk::ToolInput &in, const std::string &logPath, std::vector<polyk::Trial> &trials) {
+  polyk::TuneLogHeader h;
+  trials = polyk::readTuneLog(logPath, h);
+  polyk::Program p = polyk::readProgram(in.text, in.displayName);
+  if (p.name != h.program) throw polyk::InputError({logPath, 1, 1}, "this log is of program '" + h.program + "', not '" + p.name + "'");
+  std::istringstream params(h.params);
+  for (std::string nv; params >> nv;)
+    for (auto &q : p.params)
+      if (nv.rfind(q.first + "=", 0) == 0) q.second = std::stoll(nv.substr(q.first.size() + 1));
+  return p;
+}
+
 int resourcesCommand(int argc, char **argv) {
   std::string logPath, spacePath, arch = "sm_90", runtime = POLYK_RUNTIME_DIR, determinism = "not_guaranteed";
   int jobs = 2;
@@ -376,16 +390,8 @@ int resourcesCommand(int argc, char **argv) {
        [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
          std::string why;
          if (!polyk::nvrtcAvailable(&why)) throw polyk::UsageError(why);
-         polyk::TuneLogHeader h;
-         std::vector<polyk::Trial> trials = polyk::readTuneLog(logPath, h);
-         polyk::Program p = polyk::readProgram(in.text, in.displayName);
-         if (p.name != h.program)
-           throw polyk::InputError({logPath, 1, 1}, "this log is of program '" + h.program + "', not '" + p.name + "'");
-         std::istringstream params(h.params);
-         for (std::string nv; params >> nv;)
-           for (auto &q : p.params)
-             if (nv.rfind(q.first + "=", 0) == 0) q.second = std::stoll(nv.substr(q.first.size() + 1));
-         std::string programText = polyk::writeProgram(p);
+         std::vector<polyk::Trial> trials;
+         std::string programText = polyk::writeProgram(programOfLog(in, logPath, trials));
          polyk::Scop flat = polyk::flatten(polyk::readProgram(programText, in.displayName));
          std::string flatText = polyk::writeScop(flat);
          polyk::Space space;
@@ -504,15 +510,8 @@ int main(int argc, char **argv) {
                            "time and validity).",
                            [&](CLI::App &app) { app.add_option("--log", logPath, "the tuning log")->required(); },
                            [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
-                             polyk::TuneLogHeader h;
-                             std::vector<polyk::Trial> trials = polyk::readTuneLog(logPath, h);
-                             polyk::Program p = polyk::readProgram(in.text, in.displayName);
-                             if (p.name != h.program)
-                               throw polyk::InputError({logPath, 1, 1}, "this log is of program '" + h.program + "', not '" + p.name + "'");
-                             std::istringstream params(h.params);
-                             for (std::string nv; params >> nv;)
-                               for (auto &q : p.params)
-                                 if (nv.rfind(q.first + "=", 0) == 0) q.second = std::stoll(nv.substr(q.first.size() + 1));
+                             std::vector<polyk::Trial> trials;
+                             polyk::Program p = programOfLog(in, logPath, trials);
                              polyk::Space s = polyk::deriveSpace(polyk::flatten(polyk::readProgram(polyk::writeProgram(p), in.displayName)));
                              return polyk::writeT4(s, trials);
                            },
