@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -152,9 +151,7 @@ std::string variantSource(const Scop &flat, const SpaceModel &model, const std::
 }
 
 bool checkResources(const std::string &cuda, const RunnerOptions &o, Trial &t) {
-  std::string device = deviceSource(cuda);
-  DeviceCompile c = nvrtcCompile(device, o.arch, {o.runtimeDir}, "variant.cu");
-  if (std::getenv("POLYK_NVRTC_SOURCE")) std::fprintf(stderr, "NVRTC source (%zu of %zu bytes):\n%s\n", device.size(), cuda.size(), device.c_str());
+  DeviceCompile c = nvrtcCompile(deviceSource(cuda), o.arch, {o.runtimeDir}, "variant.cu");
   if (!c.ok) {
     t.status = TrialStatus::CompileError;
     // NVRTC's first error line (its log starts with the result code).
@@ -168,7 +165,6 @@ bool checkResources(const std::string &cuda, const RunnerOptions &o, Trial &t) {
     t.detail = "NVRTC: " + (first.empty() ? firstLine(c.log) : first);
     return false;
   }
-  if (std::getenv("POLYK_NVRTC_LOG")) std::fprintf(stderr, "NVRTC (%.2f s):\n%s\n", c.seconds, c.log.c_str());
   if (c.kernels.empty()) {
     // No ptxas report in NVRTC's log (a compute-cache hit: Nvrtc.cpp turns the cache off): the
     // resources stay unknown and nothing is pruned.

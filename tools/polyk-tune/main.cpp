@@ -199,13 +199,13 @@ int runCommand(int argc, char **argv) {
           std::ifstream f(spacePath, std::ios::binary);
           space = polyk::readSpace(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), spacePath);
         }
-        std::string noNvrtc;
-        bool haveNvrtc = polyk::nvrtcAvailable(&noNvrtc);
         if (runner.maxSpill >= 0 && runner.resources == "off") {
           if (resourcesOption->count()) throw polyk::UsageError("--max-spill needs NVRTC's report, and --resources is off");
           runner.resources = "nvrtc";
         }
-        if (runner.resources == "nvrtc" && !haveNvrtc) throw polyk::UsageError("--resources=nvrtc: " + noNvrtc);
+        // (NVRTC is opened only where asked for.)
+        if (std::string noNvrtc; runner.resources == "nvrtc" && !polyk::nvrtcAvailable(&noNvrtc))
+          throw polyk::UsageError("--resources=nvrtc: " + noNvrtc);
         auto [device, arch] = polyk::runnerDevice(runner);
         std::string params;
         for (const auto &p : runner.params) params += (params.empty() ? "" : " ") + p;
