@@ -823,6 +823,15 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
                             : staging.async && tilePoints <= 16            ? ", 4"
                             : tilePoints >= 64 && !shortReduction(s, kc)   ? ", 1"
                                                                            : ", 2";
+    // (--blocks-per-sm: the user's, or polyk-tune's emit.blocks, for every kernel that has a rule.)
+    if (opt.blocksPerSm > 0 && !minBlocks.empty()) {
+      long long threads = (long long)kc.block[0] * kc.block[1] * kc.block[2];
+      if (threads * opt.blocksPerSm > 2048)
+        fail(s.at.schedule, kc.name + ": --blocks-per-sm " + std::to_string(opt.blocksPerSm) + " with " + std::to_string(threads) +
+                                " threads a block asks " + std::to_string(threads * opt.blocksPerSm) +
+                                " threads an SM; an SM holds 2048");
+      minBlocks = ", " + std::to_string(opt.blocksPerSm);
+    }
     // Under --partition a split kernel is Matz's clone: its blocks along the split dim start at
     // polyk_boff, so a device launches its share of the grid.
     SplitPlan plan = splitPlan(s, k, mapped.kernels.count(k) ? mapped.kernels.at(k) : AffineKernelIds{}, opt);

@@ -184,6 +184,7 @@ std::string writeTuning(const Tuning &t) {
   if (t.shared != "auto") out << YAML::Key << "shared" << YAML::Value << t.shared;
   if (t.combine != "auto") out << YAML::Key << "combine" << YAML::Value << t.combine;
   if (t.unroll != "1") out << YAML::Key << "unroll" << YAML::Value << t.unroll;
+  if (t.blocks != "0") out << YAML::Key << "blocks_per_sm" << YAML::Value << t.blocks;
   if (!t.cover.empty()) {
     out << YAML::Key << "cover" << YAML::Value;
     emitQuoted(out, t.cover);
@@ -226,6 +227,7 @@ Tuning readTuning(const std::string &text, const std::string &file) {
   option("shared", t.shared, {"auto", "off"});
   option("combine", t.combine, {"auto", "ordered", "atomic"});
   option("unroll", t.unroll, {"0", "1", "2", "3", "4", "5", "6", "7", "8"});
+  option("blocks_per_sm", t.blocks, {"0", "1", "2"});
   return t;
 }
 

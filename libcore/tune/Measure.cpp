@@ -143,6 +143,7 @@ std::string variantSource(const Scop &flat, const SpaceModel &model, const std::
   eo.prefetch = stage.prefetch;
   eo.combine = stage.combine;
   eo.unroll = std::stoi(stage.unroll);
+  eo.blocksPerSm = std::stoi(stage.blocks);
   eo.mma = stage.mma;
   eo.target = cuda ? EmitOptions::Target::Cuda : EmitOptions::Target::MappedC;
   eo.harness = harness;

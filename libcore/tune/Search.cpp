@@ -73,6 +73,7 @@ bool addedValue(const std::string &name, long long &value) {
   if (name == "emit.mma" || name == "emit.combine") return value = 0, true;
   if (name == "bind.shared") return value = 1, true;
   if (name == "emit.unroll") return value = 1, true; // (session 24: none before)
+  if (name == "emit.blocks") return value = 0, true; // (session 26: none before)
   if (kernelParam("split")) return value = 1, true;
   if (kernelParam("vector")) return value = 1, true; // (a streamed stencil's, session 23: none before)
   if (kernelParam("shared")) return value = kStaticShared, true;
@@ -288,6 +289,21 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
       return "the target speedup is reached";
     return "";
   };
+  // The configurations beside `v` along emit.blocks (the blocks an SM the kernels' registers are
+  // budgeted for), tried right after the defaults and after each new best: no cost model sees the
+  // launch bounds, and the rule's choice loses on some programs where the sizes are already the
+  // best (conv R1 1.20x with one block an SM, at the default sizes: Space.cpp).
+  auto blocksNeighbours = [&](const std::vector<long long> &v) {
+    std::vector<std::vector<long long>> out;
+    for (size_t p = 0; p < space.params.size() && p < v.size(); ++p)
+      if (space.params[p].name == "emit.blocks")
+        for (long long x : space.params[p].values) {
+          std::vector<long long> w = v;
+          w[p] = x;
+          if (x != v[p] && model.complete(w).empty()) out.push_back(w);
+        }
+    return out;
+  };
   while ((r.stopped = stop()).empty()) {
     // (A batch: the compiles at once, and enough runs to keep every GPU of --gpus busy.)
     size_t room = std::max({(size_t)std::max(1, runner.jobs), 2 * runner.gpus.size()});
@@ -297,6 +313,8 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
     std::vector<std::vector<long long>> batch;
     if (!taken.count(defaultKey)) batch.push_back(defaults);
     taken.insert(defaultKey);
+    for (auto &w : blocksNeighbours(r.best.index >= 0 ? model.parseKey(r.best.key, {}) : defaults))
+      if (batch.size() < room && taken.insert(model.key(w)).second) batch.push_back(w);
     if (batch.size() < room)
       for (auto &v : proposer.next(room - batch.size(), taken, state)) batch.push_back(v);
     if (batch.empty()) {

@@ -477,6 +477,12 @@ Space deriveSpace(const Scop &flat) {
     // choice, or 8 (H200: N-body 4228 -> 4121 us; GEMM, GEMV, (10, 500, 64) as fast or slower:
     // bench/results/2026-11-28-h200-unroll-affine.txt).
     param("emit.unroll", {1, 8}, 1);
+    // The blocks an SM the register-tiled kernels' registers are budgeted for: polyk-emit's rule
+    // (two, mostly), one or two. One block ran conv R1 1.20x and the NHWC R2 / R9 layers 1.09x /
+    // 1.06x as fast as the rule's two, and 19 other layers slower (0.72-0.99x; H200,
+    // bench/results/2026-11-28-h200-conv-blocks-per-sm.txt). (At most 1024 threads a block: two
+    // always fit in an SM's 2048.)
+    param("emit.blocks", {0, 1, 2}, 0);
   }
   // polyk-bind's staging on or off (its auto: the operands several threads read, where they fit).
   if (staged) param("bind.shared", {1, 0}, 1);
@@ -533,6 +539,8 @@ const std::vector<StageParam> &stageParams() {
       {"emit.combine", &StageOptions::combine, {"auto", "atomic"}, "0 (auto) or 1 (atomic)", "polyk-emit --combine: 0 auto (ordered), 1 atomic"},
       {"emit.unroll", &StageOptions::unroll, {"0", "1", "2", "3", "4", "5", "6", "7", "8"}, "an unroll factor 0 to 8",
        "polyk-emit --unroll: 1 nvcc's choice, N #pragma unroll N"},
+      {"emit.blocks", &StageOptions::blocks, {"0", "1", "2"}, "0 (polyk-emit's rule), 1 or 2",
+       "polyk-emit --blocks-per-sm: 0 polyk-emit's rule, N blocks an SM"},
   };
   return params;
 }

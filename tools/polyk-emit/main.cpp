@@ -70,7 +70,13 @@ int main(int argc, char **argv) {
                         "constant reduced tile that 8 divides) or off")
              ->check(CLI::IsMember({"auto", "off", "tf32x3"}))
              ->capture_default_str();
-         app.add_option("--tuning", tuning, "the prefetch, mma, combine and unroll polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's; its combine where --combine is not given and --determinism is not run_to_run; its unroll where --unroll is 1)")
+         app.add_option("--blocks-per-sm", opts.blocksPerSm,
+                        "register-tiled affine kernels: the blocks an SM their registers are budgeted for (__launch_bounds__'s "
+                        "second argument; 65536 registers / (threads x N) a thread): 0 = polyk-emit's rule (2; 1 for 64 points "
+                        "a thread or the tensor cores; 4 for asynchronous copies of at most 16 points), N = N for every such kernel")
+             ->check(CLI::Range(0, 32))
+             ->capture_default_str();
+         app.add_option("--tuning", tuning, "the prefetch, mma, combine, unroll and blocks an SM polyk-tune found (its best.yaml, tuning/1; its mma where it is tf32x3, else --mma's; its combine where --combine is not given and --determinism is not run_to_run; its unroll where --unroll is 1; its blocks an SM where --blocks-per-sm is 0)")
              ->check(CLI::ExistingFile)
              ->excludes("--prefetch");
          app.add_option("--repetitions", opts.repetitions, "timed runs of the CUDA harness")->capture_default_str();
@@ -95,6 +101,7 @@ int main(int argc, char **argv) {
            // cannot give --determinism=run_to_run.)
            if (t.combine != "auto" && opts.combine == "auto" && opts.determinism != "run_to_run") opts.combine = t.combine;
            if (t.unroll != "1" && opts.unroll == 1) opts.unroll = std::stoi(t.unroll); // (else --unroll's, where given)
+           if (t.blocks != "0" && opts.blocksPerSm == 0) opts.blocksPerSm = std::stoi(t.blocks);
          }
          if (!partitionFile.empty()) {
            std::ifstream f(partitionFile, std::ios::binary);

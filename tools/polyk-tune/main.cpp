@@ -249,6 +249,7 @@ int runCommand(int argc, char **argv) {
         t.shared = stage.shared;
         t.combine = stage.combine;
         t.unroll = stage.unroll;
+        t.blocks = stage.blocks;
         if (stage.cover >= 0) std::tie(t.cover, t.sizes) = runner.covers.at((size_t)stage.cover);
         t.us = r.best.us;
         t.defaultUs = r.defaults.status == polyk::TrialStatus::Ok ? r.defaults.us : 0;
@@ -556,7 +557,8 @@ int main(int argc, char **argv) {
                                if (stage) {
                                  polyk::StageOptions so = polyk::stageOptionsOf(s, c);
                                  sizes += " --points=" + so.points + " --prefetch=" + so.prefetch + (so.mma != "off" ? " --mma=" + so.mma : "") +
-                                          (so.shared != "auto" ? " --shared=" + so.shared : "") + (so.combine != "auto" ? " --combine=" + so.combine : "") + (so.unroll != "1" ? " --unroll=" + so.unroll : "");
+                                          (so.shared != "auto" ? " --shared=" + so.shared : "") + (so.combine != "auto" ? " --combine=" + so.combine : "") + (so.unroll != "1" ? " --unroll=" + so.unroll : "") +
+                                          (so.blocks != "0" ? " --blocks-per-sm=" + so.blocks : "");
                                }
                                o << sizes << "\n";
                              }

@@ -54,6 +54,11 @@ struct EmitOptions {
   /// polyk-schedule's defaults do for large f32 GEMM-like tiles), tf32x3 (each kernel that takes
   /// it) or off.
   std::string mma = "auto";
+  /// The blocks an SM each register-tiled affine kernel's registers are budgeted for
+  /// (`__launch_bounds__`'s second argument): 0 (auto: AffineKernels.cpp's rule, by the thread's
+  /// points, the copies and the tensor cores) or N, 1 to 32; N times the block's threads at most
+  /// 2048. Reductions and kernels without a register tile are not affected.
+  int blocksPerSm = 0;
   int repetitions = 100;           // timed runs of the CUDA harness
   /// polyk-partition's model of this program (--partition): the split kernels take a block
   /// offset (Matz §7's clone), and the file gains the enumerators and polyk_NAME_multi, the

@@ -101,6 +101,8 @@ struct StageOptions {
   std::string shared = "auto", combine = "auto";
   /// polyk-emit --unroll (the space's emit.unroll: 1 nvcc's choice, N > 1 `#pragma unroll N`).
   std::string unroll = "1";
+  /// polyk-emit --blocks-per-sm (the space's emit.blocks: 0 polyk-emit's rule, N blocks an SM).
+  std::string blocks = "0";
   /// A map's cover (the space's `schedule.cover`: polyk-schedule --fusion=search's rank, polyk-tune
   /// run --fusion-search); -1: none.
   long long cover = -1;

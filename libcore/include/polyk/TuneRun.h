@@ -179,6 +179,7 @@ struct Tuning {
   std::string points = "auto", prefetch = "auto", mma = "off";
   std::string shared = "auto", combine = "auto"; // polyk-bind --shared, polyk-emit --combine
   std::string unroll = "1";                       // polyk-emit --unroll
+  std::string blocks = "0";                       // polyk-emit --blocks-per-sm
   std::string cover; // a map's fused kernels (polyk-schedule --fusion-cover), where tuned
   double us = 0, defaultUs = 0, secondsToBest = 0, generationS = 0;
   long long trials = 0, trialsToBest = 0, spaceCount = 0;
