@@ -478,10 +478,10 @@ Space deriveSpace(const Scop &flat) {
     // bench/results/2026-11-28-h200-unroll-affine.txt).
     param("emit.unroll", {1, 8}, 1);
     // The blocks an SM the register-tiled kernels' registers are budgeted for: polyk-emit's rule
-    // (two, mostly), one or two. One block ran conv R1 1.20x and the NHWC R2 / R9 layers 1.09x /
-    // 1.06x as fast as the rule's two, and 19 other layers slower (0.72-0.99x; H200,
-    // bench/results/2026-11-28-h200-conv-blocks-per-sm.txt). (At most 1024 threads a block: two
-    // always fit in an SM's 2048.)
+    // (two, mostly), one or two. Of 28 conv layers (CNNOpt's 20 and 8 layouts), one block ran R1
+    // 1.20x and the NHWC R2 / R9 layers 1.09x / 1.06x as fast as the rule's two, 7 others within
+    // 3 %, and 18 slower (0.70-0.98x; H200, bench/results/2026-11-28-h200-conv-blocks-per-sm.txt).
+    // (At most 1024 threads a block: two always fit in an SM's 2048.)
     param("emit.blocks", {0, 1, 2}, 0);
   }
   // polyk-bind's staging on or off (its auto: the operands several threads read, where they fit).
