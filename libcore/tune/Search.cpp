@@ -207,6 +207,11 @@ private:
 
 } // namespace
 
+/// The stage options no cost-model feature describes.
+static bool unseenByModel(const std::string &name) {
+  return name == "emit.unroll" || name == "emit.blocks" || name == "bind.shared" || name == "emit.combine";
+}
+
 static std::vector<std::vector<long long>> rankByModel(const Space &space, long long count, const SearchOptions &search,
                                                 const RunnerOptions &runner, const std::function<void(const std::string &)> &progress) {
   std::string device;
@@ -216,6 +221,23 @@ static std::vector<std::vector<long long>> rankByModel(const Space &space, long 
   std::vector<KernelShape> shapes = kernelShapes(flatten(readProgram(runner.programText, runner.programFile)));
   bool all = count <= search.candidates;
   std::vector<std::vector<long long>> configs = generateSpace(space, all ? count : search.candidates, !all, search.seed).first;
+  // The stage options no feature describes (Features.cpp) rank as ties, so the model's first
+  // picks took them at random: conv R1's, Y8's and R4's ranked trials ran 1.5-16x slower than the
+  // defaults with bind.shared off or emit.unroll 8 (H200, bench/results/2026-11-28-h200-tune-blocks).
+  // They keep their defaults here (emit.blocks is tried beside the defaults and each best: tune()).
+  std::vector<long long> defaults = SpaceModel(space).defaults();
+  std::set<std::vector<long long>> seen;
+  std::vector<std::vector<long long>> kept;
+  for (auto &c : configs) {
+    for (size_t p = 0; p < space.params.size() && p < c.size(); ++p)
+      if (unseenByModel(space.params[p].name)) c[p] = defaults[p];
+    if (seen.insert(c).second) kept.push_back(std::move(c));
+  }
+  std::string drawn = std::to_string(configs.size());
+  configs = std::move(kept);
+  if (configs.size() < std::stoull(drawn))
+    progress("model: " + drawn + " configurations drawn; " + std::to_string(configs.size()) +
+             " with the options no feature describes (emit.unroll, emit.blocks, bind.shared, emit.combine) at their defaults");
   std::vector<std::vector<double>> x;
   for (const auto &c : configs) x.push_back(features(shapes, space, c));
   std::vector<double> predicted = cost->predict(x);
