@@ -11,9 +11,9 @@ mkdir -p "$work"
 "$POLYK_BIN/polyk-flatten" "$example" | "$POLYK_BIN/polyk-schedule" ${SCHEDULE_OPTS:---time-tile=0} | "$POLYK_BIN/polyk-bind" -o "$work/$name.bound.yaml"
 "$POLYK_BIN/polyk-partition" "$work/$name.bound.yaml" -o "$work/$name.partition.yaml"
 "$POLYK_BIN/polyk-emit" "$work/$name.bound.yaml" --partition "$work/$name.partition.yaml" --harness -o "$work/$name.cu"
-"$nvcc" -std=c++17 -O1 -arch=sm_90 -I"$POLYK_SRC/libcore/runtime" "$work/$name.cu" -o "$work/$name.cu.bin"
+"$nvcc" -std=c++17 -O0 -arch=sm_90 -I"$POLYK_SRC/libcore/runtime" "$work/$name.cu" -o "$work/$name.cu.bin"
 # With `mpi`: also the MPI build (polyk/multi_mpi.hpp over CudaBackend), compiled only.
 if [ "${4:-}" = mpi ] && command -v mpicxx > /dev/null; then
   # shellcheck disable=SC2046
-  "$nvcc" -std=c++17 -O1 -arch=sm_90 -DPOLYK_MULTI_MPI $(mpicxx --showme:compile) -I"$POLYK_SRC/libcore/runtime" -c "$work/$name.cu" -o "$work/$name.mpi.o"
+  "$nvcc" -std=c++17 -O0 -arch=sm_90 -DPOLYK_MULTI_MPI $(mpicxx --showme:compile) -I"$POLYK_SRC/libcore/runtime" -c "$work/$name.cu" -o "$work/$name.mpi.o"
 fi

@@ -12,5 +12,5 @@ mkdir -p "$work"
   "$POLYK_BIN/polyk-emit" "$@" --harness -o "$work/$name.cu"
 grep -qF -- "$pattern" "$work/$name.cu"
 for arch in $archs; do
-  "$nvcc" -std=c++17 -O3 -arch="$arch" -I"$POLYK_SRC/libcore/runtime" -c "$work/$name.cu" -o "$work/$name.$arch.o"
+  "$nvcc" -std=c++17 -O0 -arch="$arch" -I"$POLYK_SRC/libcore/runtime" -c "$work/$name.cu" -o "$work/$name.$arch.o"
 done
