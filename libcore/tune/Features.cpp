@@ -227,6 +227,10 @@ const std::vector<std::string> &featureNames() {
   return names;
 }
 
+bool featuresDescribe(const std::string &param) {
+  return param != "emit.unroll" && param != "emit.blocks" && param != "bind.shared" && param != "emit.combine";
+}
+
 std::vector<double> features(const std::vector<KernelShape> &shapes, const Space &space, const std::vector<long long> &config,
                              const FeatureOptions &o) {
   // (Each configuration's sizes afresh: ranking 20000 of them must not spend isl's budget of one

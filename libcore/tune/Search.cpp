@@ -207,13 +207,9 @@ private:
 
 } // namespace
 
-/// The stage options no cost-model feature describes.
-static bool unseenByModel(const std::string &name) {
-  return name == "emit.unroll" || name == "emit.blocks" || name == "bind.shared" || name == "emit.combine";
-}
-
-static std::vector<std::vector<long long>> rankByModel(const Space &space, long long count, const SearchOptions &search,
-                                                const RunnerOptions &runner, const std::function<void(const std::string &)> &progress) {
+static std::vector<std::vector<long long>> rankByModel(const Space &space, const std::vector<long long> &defaults, long long count,
+                                                const SearchOptions &search, const RunnerOptions &runner,
+                                                const std::function<void(const std::string &)> &progress) {
   std::string device;
   std::unique_ptr<CostModel> cost = CostModel::load(search.model, &device);
   if (device != runnerDevice(runner).first)
@@ -225,19 +221,20 @@ static std::vector<std::vector<long long>> rankByModel(const Space &space, long 
   // picks took them at random: conv R1's, Y8's and R4's ranked trials ran 1.5-16x slower than the
   // defaults with bind.shared off or emit.unroll 8 (H200, bench/results/2026-11-28-h200-tune-blocks).
   // They keep their defaults here (emit.blocks is tried beside the defaults and each best: tune()).
-  std::vector<long long> defaults = SpaceModel(space).defaults();
+  std::vector<size_t> unseen;
+  for (size_t p = 0; p < space.params.size(); ++p)
+    if (space.params[p].expr.empty() && isStageOption(space.params[p].name) && !featuresDescribe(space.params[p].name))
+      unseen.push_back(p);
   std::set<std::vector<long long>> seen;
   std::vector<std::vector<long long>> kept;
   for (auto &c : configs) {
-    for (size_t p = 0; p < space.params.size() && p < c.size(); ++p)
-      if (unseenByModel(space.params[p].name)) c[p] = defaults[p];
+    for (size_t p : unseen) c[p] = defaults[p];
     if (seen.insert(c).second) kept.push_back(std::move(c));
   }
-  std::string drawn = std::to_string(configs.size());
-  configs = std::move(kept);
-  if (configs.size() < std::stoull(drawn))
-    progress("model: " + drawn + " configurations drawn; " + std::to_string(configs.size()) +
+  if (kept.size() < configs.size())
+    progress("model: " + std::to_string(configs.size()) + " configurations drawn; " + std::to_string(kept.size()) +
              " with the options no feature describes (emit.unroll, emit.blocks, bind.shared, emit.combine) at their defaults");
+  configs = std::move(kept);
   std::vector<std::vector<double>> x;
   for (const auto &c : configs) x.push_back(features(shapes, space, c));
   std::vector<double> predicted = cost->predict(x);
@@ -289,7 +286,7 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   if (!log.trials().empty()) progress("resuming: " + std::to_string(log.trials().size()) + " trials in the log");
   Proposer proposer(model, search, g.count);
   if (search.strategy == "model") {
-    std::vector<std::vector<long long>> ranked = rankByModel(space, g.count, search, runner, progress);
+    std::vector<std::vector<long long>> ranked = rankByModel(space, defaults, g.count, search, runner, progress);
     progress("model: " + std::to_string(ranked.size()) + " configurations ranked");
     proposer.rank(std::move(ranked));
   }
@@ -315,15 +312,17 @@ TuneResult tune(const Space &space, TuneLog &log, const RunnerOptions &runner, c
   // budgeted for), tried right after the defaults and after each new best: no cost model sees the
   // launch bounds, and the rule's choice loses on some programs where the sizes are already the
   // best (conv R1 1.20x with one block an SM, at the default sizes: Space.cpp).
+  size_t blocksAt = space.params.size();
+  for (size_t p = 0; p < space.params.size(); ++p)
+    if (space.params[p].name == "emit.blocks") blocksAt = p;
   auto blocksNeighbours = [&](const std::vector<long long> &v) {
     std::vector<std::vector<long long>> out;
-    for (size_t p = 0; p < space.params.size() && p < v.size(); ++p)
-      if (space.params[p].name == "emit.blocks")
-        for (long long x : space.params[p].values) {
-          std::vector<long long> w = v;
-          w[p] = x;
-          if (x != v[p] && model.complete(w).empty()) out.push_back(w);
-        }
+    if (blocksAt < v.size())
+      for (long long x : space.params[blocksAt].values) {
+        std::vector<long long> w = v;
+        w[blocksAt] = x;
+        if (x != v[blocksAt] && model.complete(w).empty()) out.push_back(w);
+      }
     return out;
   };
   while ((r.stopped = stop()).empty()) {

@@ -70,6 +70,11 @@ struct FeatureOptions {
 };
 
 const std::vector<std::string> &featureNames();
+/// False for the stage options (a space's `bind.*` / `emit.*` parameters) that no feature
+/// depends on and that --search=model keeps at their defaults, since configurations differing
+/// only there rank as ties: emit.unroll, emit.blocks, bind.shared, emit.combine. (No feature
+/// depends on emit.mma either, but its constraint ties it to the sizes, so it stays free.)
+bool featuresDescribe(const std::string &param);
 /// The features of configuration `config` of `space` (the kernel with the most work, and the
 /// number of kernels).
 std::vector<double> features(const std::vector<KernelShape> &shapes, const Space &space, const std::vector<long long> &config,
