@@ -56,17 +56,30 @@ struct Plan {
 
 const char *coalescedName(size_t d, size_t n) { return n == 1 ? "i" : (d == 0 ? "i" : "j"); }
 
+/// The order of a statement's parallel ('p') and reduced ('r') runs of dims, outer to inner:
+/// "rp" for a y-reduce, "prp" for interleaved ones. Dims of one element (a literal 1) interleave
+/// nothing and are left out where both kinds remain without them: x[1, B, C, D] over b and c is
+/// a y-reduce ("rp"), not "prp" (its transposition ran 24x slower than reading the columns, the
+/// random suite's bool [1, 278, 12480, 115], bench/results/2026-11-28-h200-random-reductions.txt).
+std::string interleaving(const ProgramStatement &ps) {
+  std::string all, without;
+  for (size_t k = 0; k < ps.iterators.size(); ++k) {
+    char c = ps.reduced[k] ? 'r' : 'p';
+    if (all.empty() || all.back() != c) all += c;
+    bool one = ps.extents[k].param.empty() && ps.extents[k].value == 1;
+    if (!one && (without.empty() || without.back() != c)) without += c;
+  }
+  bool both = without.find('r') != std::string::npos && without.find('p') != std::string::npos;
+  return both ? without : all;
+}
+
 /// Panamera Fig. 2 -> Fig. 3: contiguous groups as they are; interleaved ones interchanged with
 /// the parallel dims outermost (an x-reduce), which never violates a dependence (§3.1).
 Plan planReduction(const ProgramStatement &ps) {
   Plan plan;
   std::vector<std::string> par, red;
-  std::string pattern;
-  for (size_t k = 0; k < ps.iterators.size(); ++k) {
-    (ps.reduced[k] ? red : par).push_back(ps.iterators[k]);
-    char c = ps.reduced[k] ? 'r' : 'p';
-    if (pattern.empty() || pattern.back() != c) pattern += c;
-  }
+  for (size_t k = 0; k < ps.iterators.size(); ++k) (ps.reduced[k] ? red : par).push_back(ps.iterators[k]);
+  std::string pattern = interleaving(ps);
   if (par.empty()) {
     plan.form = Form::AllReduce;
     plan.groups = {red};
@@ -356,11 +369,8 @@ public:
       if (ps.stmt.assignOp == "=") continue;
       std::string pattern;
       std::vector<std::string> par, red;
-      for (size_t d = 0; d < ps.iterators.size(); ++d) {
-        (ps.reduced[d] ? red : par).push_back(ps.iterators[d]);
-        char c = ps.reduced[d] ? 'r' : 'p';
-        if (pattern.empty() || pattern.back() != c) pattern += c;
-      }
+      for (size_t d = 0; d < ps.iterators.size(); ++d) (ps.reduced[d] ? red : par).push_back(ps.iterators[d]);
+      pattern = interleaving(ps);
       if (pattern.size() <= 2) continue; // contiguous: all, x or y
       // A small reduction reads its strided elements from L2 faster than a transposition kernel
       // costs to launch (H100: [40, 20, 10, 5] over dims 0, 2, 3 took 15 us with it, 8 without).

@@ -319,6 +319,13 @@ KernelSizes defaultSizes(const BandShape &b) {
   if (n == 0) return s;
   if (n == 1) {
     long long e = b.extent[0];
+    if (e == 1 && !b.reduced[0] && !(b.symbolic.size() > 0 && b.symbolic[0])) {
+      // One element (the initialisation of a reduction into a single output): one thread, so
+      // it runs inside the reduction's one-thread kernel (kernelGroups), a launch saved. H200,
+      // the random suite's prod bf16 [1, 1, 1] over dims 0 and 2: 5.68 -> 3.42 us
+      // (bench/results/2026-11-28-h200-random-reductions.txt).
+      return s;
+    }
     long long threads = b.reduced[0] ? 512 : 256;
     threads = std::min(threads, std::max<long long>(32, pow2Ceil(e)));
     long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * kSMs));
@@ -391,6 +398,23 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
     long long rowsPerThread = V > 1 ? 16 : 8;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * rowsPerThread)));
+    bool fixedRows = !(red < (int)b.symbolic.size() && b.symbolic[red]);
+    if (fixedRows && (R <= 8 || (R <= 32 && ceilDiv(P, 128 * V) >= 2 * kSMs))) {
+      // Few rows: each thread reduces its whole column, no block reduction; blocks of up to 128
+      // threads while they leave 2 blocks an SM. H200 (bench/results/2026-11-28-h200-random-reductions.txt):
+      // the random suite's prod f32 [2, 314, 5, 851] over dim 0 16.4 -> 8.3 us (32 x 2 threads
+      // -> 128 x 1); 30 shapes of 2-16 rows: R <= 8 1.0-1.5x (geomean 1.20) at any width, R = 16
+      // 0.92-0.95x where the columns give fewer than 2 blocks of 128 an SM, 1.03-1.14x where they
+      // give more; 12-32 rows of 1-10M columns (bool, bf16, f32) 1.07-5.8x, the random suite's
+      // or bool [14, 10187129] 391 -> 75 us and min bf16 [22, 501 x 31502] 442 -> 186 us.
+      long long wide = bx;
+      while (wide < 128 && ceilDiv(P, 2 * wide * V) >= 2 * kSMs) wide *= 2;
+      s.block[par] = wide;
+      s.block[red] = 1;
+      s.tile[par] = wide * V;
+      s.tile[red] = R;
+      return s;
+    }
     if (redBlocks > 1 && V == 1 && narrowColumns(P, R)) {
       // Mid-height columns that the rule above would split: narrow column groups with the whole
       // of R in one block instead, so no partial is combined (H100, sum f32 over dim 0, medians

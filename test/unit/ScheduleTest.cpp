@@ -99,6 +99,23 @@ TEST(Sizes, DefaultsKeepBindsInvariants) {
   }
 }
 
+TEST(Sizes, FewRowsTakeOneThreadAColumn) {
+  // A y-reduce of at most 8 rows, or at most 32 where the columns give 2 blocks of 128 an SM:
+  // one thread over the rows (its whole column, no block reduction), up to 128 over the columns;
+  // more rows, or 9-32 rows of few columns, keep threads over the rows.
+  for (long long R : {1LL, 2LL, 5LL, 8LL}) {
+    KernelSizes s = defaultSizes(band(Form::YReduce, {1048576, R}, 0));
+    SCOPED_TRACE(std::to_string(R));
+    EXPECT_EQ(s.block[1], 1);
+    EXPECT_EQ(s.tile[1], R);
+    EXPECT_EQ(s.block[0], 128);
+  }
+  EXPECT_EQ(defaultSizes(band(Form::YReduce, {1048576, 32}, 0)).block[1], 1);
+  EXPECT_GT(defaultSizes(band(Form::YReduce, {1048576, 33}, 0)).block[1], 1);
+  EXPECT_GT(defaultSizes(band(Form::YReduce, {4096, 16}, 0)).block[1], 1);
+  EXPECT_EQ(defaultSizes(band(Form::YReduce, {100, 3}, 0)).block[0], 32); // few columns: a warp's
+}
+
 TEST(Sizes, MidHeightColumnsTakeNarrowWholeColumnBlocks) {
   // Up to 2048 rows, and columns for at least 64 blocks of 8: every column in one block of 8
   // columns x 64 threads over the rows (a direct store, no combine).
