@@ -277,7 +277,7 @@ std::string emitScheduleC(const Scop &s) {
   for (const auto &st : s.statements) {
     if (st.kind != StmtKind::Reduce) continue;
     const TensorDecl &out = *s.tensor(isl::map(islCtx(), st.write).range_tuple_id().name());
-    o += allocate("acc_" + st.name, computeCType(out.type), elementsExpr(out));
+    o += allocate("acc_" + st.name, computeCType(accumulatorType(*st.op, out.type)), elementsExpr(out));
   }
   o += statementMacros(
       s, Dialect::C, {},

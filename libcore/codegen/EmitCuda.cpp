@@ -160,7 +160,7 @@ std::string orderedParams(const Scop &s, const KernelConfig &kc, const EmitOptio
   for (const auto &name : kc.statements) {
     const ScopStatement *st = s.statement(name);
     if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Ordered) continue;
-    DType acc = computeType(s.tensor(outputOf(s, *st))->type);
+    DType acc = accumulatorType(*st->op, s.tensor(outputOf(s, *st))->type);
     p += std::string(", ") + computeCType(acc) + " *__restrict__ partials_" + name + ", unsigned int *__restrict__ counter_" + name;
   }
   return p;
@@ -373,7 +373,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     const ScopStatement *st = s.statement(name);
     if (st->kind != StmtKind::Reduce || singleThread(kc)) continue;
     reductions.push_back(st);
-    DType acc = computeType(s.tensor(outputOf(s, *st))->type);
+    DType acc = accumulatorType(*st->op, s.tensor(outputOf(s, *st))->type);
     int lanes = vr.lanesOf(name);
     std::string id = reduceIdentity(*st->op, acc);
     if (lanes == 1) {
@@ -390,7 +390,7 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   o += body;
   for (const ScopStatement *st : reductions) {
     const TensorDecl &out = *s.tensor(outputOf(s, *st));
-    DType acc = computeType(out.type);
+    DType acc = accumulatorType(*st->op, out.type);
     std::string T = computeCType(acc), op = reduceOpTag(*st->op), n = st->name;
     int lanes = vr.lanesOf(n);
     std::string pad = "  ", l;
@@ -553,7 +553,7 @@ std::string emitMappedC(const Scop &s, const EmitOptions &opt) {
         if (st->kind != StmtKind::Reduce || singleThread(kc)) continue;
         reductions.push_back(st);
         const TensorDecl &out = *s.tensor(outputOf(s, *st));
-        std::string T = computeCType(out.type);
+        std::string T = computeCType(accumulatorType(*st->op, out.type));
         o += "  " + T + " *pacc_" + st->name + " = (" + T + " *)malloc(sizeof(" + T + ") * " + elementsExpr(out) + ");\n";
         // A direct store and the ordered return overwrite the output; atomics combine into its
         // current (initialised) value.
@@ -695,7 +695,7 @@ std::string emitCudaKernels(const Scop &s, const EmitOptions &opt, bool prologue
       if (st->kind != StmtKind::Reduce || singleThread(kc) || returnMode(s, kc, *st, opt) != Return::Ordered) continue;
       // Scratch per device and stream, kept across launches (polyk::OrderedScratch).
       const TensorDecl &out = *s.tensor(outputOf(s, *st));
-      std::string T = computeCType(computeType(out.type)), n = "(long long)" + elementsExpr(out);
+      std::string T = computeCType(accumulatorType(*st->op, out.type)), n = "(long long)" + elementsExpr(out);
       std::string p = "partials_" + name, c = "counter_" + name;
       o += "  static polyk::OrderedScratch<" + T + "> scratch_" + name + ";\n";
       o += "  " + T + " *" + p + " = nullptr;\n  unsigned int *" + c + " = nullptr;\n";

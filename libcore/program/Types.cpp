@@ -48,6 +48,8 @@ int dtypeBytes(DType t) {
 
 DType computeType(DType t) { return isHalf(t) ? DType::F32 : t; }
 
+DType accumulatorType(ReduceOp op, DType out) { return op == ReduceOp::Prod && out == DType::F32 ? DType::F64 : computeType(out); }
+
 DType promote(DType a, DType b) {
   a = computeType(a);
   b = computeType(b);

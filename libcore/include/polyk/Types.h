@@ -31,6 +31,10 @@ const char *computeCType(DType t);
 /// Reduction operators of `+=!`, `*=!`, `max=!`, `min=!`, `&&=!`, `||=!`.
 enum class ReduceOp { Sum, Prod, Max, Min, And, Or };
 std::optional<ReduceOp> parseReduceOp(const std::string &assignOp); // "+=" -> Sum, ...
+/// The type a reduction into an output of type `out` accumulates in: the compute type, except f32
+/// products, which accumulate in f64 (products of values near 1 round with a bias in f32: a
+/// thread's chain of 23 f32 products put 60M elements 1.5% off, in f64 1e-7; docs/sizes.md).
+DType accumulatorType(ReduceOp op, DType out);
 const char *reduceOpName(ReduceOp op);                               // "sum", ...
 std::optional<ReduceOp> reduceOpFromName(const std::string &name);
 const char *reduceOpTag(ReduceOp op);                                // "polyk::OpSum", ...
