@@ -367,10 +367,7 @@ public:
     for (size_t k = 0; k < p_.statements.size(); ++k) {
       ProgramStatement &ps = p_.statements[k];
       if (ps.stmt.assignOp == "=") continue;
-      std::string pattern;
-      std::vector<std::string> par, red;
-      for (size_t d = 0; d < ps.iterators.size(); ++d) (ps.reduced[d] ? red : par).push_back(ps.iterators[d]);
-      pattern = interleaving(ps);
+      std::string pattern = interleaving(ps);
       if (pattern.size() <= 2) continue; // contiguous: all, x or y
       // A small reduction reads its strided elements from L2 faster than a transposition kernel
       // costs to launch (H100: [40, 20, 10, 5] over dims 0, 2, 3 took 15 us with it, 8 without).
@@ -383,7 +380,8 @@ public:
       long long run = 1;
       for (size_t d = ps.iterators.size(); d-- > 0 && ps.reduced[d];) run = ps.extents[d].param.empty() ? run * ps.extents[d].value : 0;
       if (pattern.back() == 'r' && run >= kLongRun) continue;
-      std::vector<std::string> order = par;
+      std::vector<std::string> order, red; // parallel dims first, then the reduced ones
+      for (size_t d = 0; d < ps.iterators.size(); ++d) (ps.reduced[d] ? red : order).push_back(ps.iterators[d]);
       order.insert(order.end(), red.begin(), red.end());
       relayoutReads(k, order);
     }

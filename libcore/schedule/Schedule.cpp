@@ -385,6 +385,23 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long by = std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(R));
     long long colBlocks = ceilDiv(P, bx * V);
+    bool fixedRows = !(red < (int)b.symbolic.size() && b.symbolic[red]);
+    if (fixedRows && (R <= 8 || (R <= 32 && ceilDiv(P, 128 * V) >= 2 * kSMs))) {
+      // Few rows: each thread reduces its whole column, no block reduction; blocks of up to 128
+      // threads while they leave 2 blocks an SM. H200 (bench/results/2026-11-28-h200-random-reductions.txt):
+      // the random suite's prod f32 [2, 314, 5, 851] over dim 0 16.4 -> 8.3 us (32 x 2 threads
+      // -> 128 x 1); 30 shapes of 2-16 rows: R <= 8 1.0-1.5x (geomean 1.20) at any width, R = 16
+      // 0.92-0.95x where the columns give fewer than 2 blocks of 128 an SM, 1.03-1.14x where they
+      // give more; 12-32 rows of 1-10M columns (bool, bf16, f32) 1.07-5.8x, the random suite's
+      // or bool [14, 10187129] 391 -> 75 us and min bf16 [22, 501 x 31502] 442 -> 186 us.
+      long long threads = bx;
+      while (threads < 128 && ceilDiv(P, 2 * threads * V) >= 2 * kSMs) threads *= 2;
+      s.block[par] = threads;
+      s.block[red] = 1;
+      s.tile[par] = threads * V;
+      s.tile[red] = R;
+      return s;
+    }
     // Wide columns with vectors: 2 blocks per SM fill the machine (more bytes in flight per
     // thread), which the columns alone give (vectorWidth), so no column is split (its partials
     // would need combining). Tall columns with vectors: about 4 blocks per SM (bool [131072, 1024]
@@ -398,23 +415,6 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
     long long rowsPerThread = V > 1 ? 16 : 8;
     long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * rowsPerThread)));
-    bool fixedRows = !(red < (int)b.symbolic.size() && b.symbolic[red]);
-    if (fixedRows && (R <= 8 || (R <= 32 && ceilDiv(P, 128 * V) >= 2 * kSMs))) {
-      // Few rows: each thread reduces its whole column, no block reduction; blocks of up to 128
-      // threads while they leave 2 blocks an SM. H200 (bench/results/2026-11-28-h200-random-reductions.txt):
-      // the random suite's prod f32 [2, 314, 5, 851] over dim 0 16.4 -> 8.3 us (32 x 2 threads
-      // -> 128 x 1); 30 shapes of 2-16 rows: R <= 8 1.0-1.5x (geomean 1.20) at any width, R = 16
-      // 0.92-0.95x where the columns give fewer than 2 blocks of 128 an SM, 1.03-1.14x where they
-      // give more; 12-32 rows of 1-10M columns (bool, bf16, f32) 1.07-5.8x, the random suite's
-      // or bool [14, 10187129] 391 -> 75 us and min bf16 [22, 501 x 31502] 442 -> 186 us.
-      long long wide = bx;
-      while (wide < 128 && ceilDiv(P, 2 * wide * V) >= 2 * kSMs) wide *= 2;
-      s.block[par] = wide;
-      s.block[red] = 1;
-      s.tile[par] = wide * V;
-      s.tile[red] = R;
-      return s;
-    }
     if (redBlocks > 1 && V == 1 && narrowColumns(P, R)) {
       // Mid-height columns that the rule above would split: narrow column groups with the whole
       // of R in one block instead, so no partial is combined (H100, sum f32 over dim 0, medians
