@@ -5,11 +5,11 @@
 #            -> build/bench/default/*.cu (the toolchain's defaults) and build/bench/VARIANT/*.cu;
 #               build/bench/programs/*.yaml (the cases); POLYK_TUNED=DIR adds build/bench/tuned/*.cu
 #               from polyk-tune's DIR/<case>.best.yaml; POLYK_BENCH_RANDOM / _SUITES: bench/cases.py
-#   there: bench/bench.sh run [reduce_bench.py options]
+#   there: bench/bench.sh run [reduce_bench.py options]   (POLYK_BENCH_DIR: another dir than build/bench)
 #            -> shared libraries, the driver; CSV to $OUT (or /tmp), table on stdout
 set -uo pipefail
 cd "$(dirname "$0")/.."
-dir=build/bench
+dir=${POLYK_BENCH_DIR:-build/bench}
 if [ "${1:-run}" = prepare ]; then
   shift
   rm -rf "$dir" && mkdir -p "$dir/src" "$dir/default"

@@ -12,7 +12,8 @@ experiments (size variants) to both suites' cases.
 
 Suite 3 (random, issue 19): POLYK_BENCH_RANDOM=SEED:COUNT adds COUNT reductions drawn at random
 (random_cases: the distribution is stated there), not hand-picked; give a new SEED per run and
-print it. POLYK_BENCH_SUITES=random (a comma list of single, subgraph, random) keeps those suites.
+print it. POLYK_BENCH_SUITES=random (a comma list of single, subgraph, random, extra: the POLYK_BENCH_EXTRA
+cases without suite 1) keeps those suites.
 """
 import os
 import random
@@ -142,7 +143,10 @@ def extra_cases():
         op, dtype, shape, dims = spec.split(":")
         shape = [int(e) for e in shape.split("x")]
         name = f"{op}_{dtype}_{'x'.join(map(str, shape))}_d{dims}"
-        out.append(reduction(name, shape, [int(d) for d in dims], dtype, op))
+        c = reduction(name, shape, [int(d) for d in dims], dtype, op)
+        if op not in ("sum", "max", "and") or dtype not in ("f32", "f16", "i32", "bool"):
+            c["cub"] = None  # bench/cub_peer.cu's primitives
+        out.append(c)
     return out
 
 
@@ -191,7 +195,9 @@ def all_cases(root):
     suites = os.environ.get("POLYK_BENCH_SUITES", "single,subgraph,random").split(",")
     out = []
     if "single" in suites:
-        out += single_cases() + extra_cases()
+        out += single_cases()
+    if "single" in suites or "extra" in suites:
+        out += extra_cases()
     if "subgraph" in suites:
         out += subgraph_cases(root)
     if rnd and "random" in suites:

@@ -317,7 +317,13 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   if (!divisible.empty()) vr.assume(context.params());
   // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
   vectors = vectors && !singleThread(kc);
-  if (vectors) build = vr.attach(build);
+  if (vectors) {
+    build = vr.attach(build);
+    // A partial last vector (an all-reduce of an odd extent): the whole ones get loops of their own.
+    auto sizes = parseSizes(s.sizes);
+    auto k = (int)(&kc - s.kernels.data());
+    if (sizes.count(k)) restricted = VectorReads::isolateWholeVectors(restricted, sizes[k].vector);
+  }
   bool cudaVectors = d == Dialect::Cuda && vectors;
   // Vector loads exist only there (the C emulation reads element by element).
   std::set<std::string> streamed = cudaVectors ? streamedTensors(s, kc, opt, fused) : std::set<std::string>{};

@@ -147,6 +147,11 @@ public:
   void checkLanes(const SourceLoc &sizes) const;
   /// N for `for (c = 0; c <= N - 1; c += 1)`, else 0.
   static int constantTrip(const isl::ast_node &forNode);
+  /// `sched` with the whole vectors of its vector loops (innermost bands of one member over
+  /// 0 .. V - 1) isolated in the AST (isl's `isolate`), where some are partial (an all-reduce
+  /// of an odd extent): the whole ones get a loop of V iterations, which `loop` can read with
+  /// vector loads, and the partial one a loop of its own. Unchanged where every vector is whole.
+  static isl::schedule isolateWholeVectors(const isl::schedule &sched, int V);
 
 private:
   isl::set assumed_;

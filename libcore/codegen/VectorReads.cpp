@@ -13,6 +13,10 @@
 #include <isl/id.h>
 #include <isl/local_space.h>
 #include <isl/map.h>
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
 #include <isl/space.h>
 #include <functional>
 #include <stdexcept>
@@ -75,8 +79,16 @@ isl::ast_build VectorReads::attach(const isl::ast_build &build) {
       }
       isl::pw_aff base = index.pullback(iterators).sub(lane);
       if (!same(base)) continue; // the base must not depend on the lane
-      isl::ast_expr e = b.expr_from(base);
-      in.candidates.push_back({k, base, islExprToC(e.get()), ""});
+      std::string text = islExprToC(b.expr_from(base).get());
+      // isl may print the base with the lane in it (rows of 6360 elements taken 8 at a time:
+      // 144 * c7 - 144 * ((j + c7) mod 6360)), though its value does not move with it: the base at
+      // lane 0 then, the same value.
+      if (!in.lane.empty() && text.find(in.lane) != std::string::npos) {
+        isl::multi_aff first = isl::multi_aff::identity_on_domain(space);
+        first = first.set_at(n - 1, first.at(n - 1).scale(isl::val(islCtx(), 0)));
+        text = islExprToC(b.expr_from(base.pullback(first).intersect_domain(points)).get());
+      }
+      in.candidates.push_back({k, base, text, ""});
     }
     // A reduction whose output moves with the innermost iterator (a y-reduce's vector of
     // columns): its thread owns one output per lane.
@@ -115,6 +127,99 @@ int VectorReads::constantTrip(const isl::ast_node &forNode) {
   if (islExprToC(lhs.get()) != it || isl_ast_expr_get_type(rhs.get()) != isl_ast_expr_int) return 0;
   long last = isl::manage(isl_ast_expr_get_val(rhs.get())).get_num_si();
   return last >= 0 && last < (1 << 20) ? (int)last + 1 : 0;
+}
+
+namespace {
+
+/// Node `n` is a vector loop's band: one member over 0 .. V - 1, innermost (a leaf below it,
+/// through marks).
+bool laneBand(const isl::schedule_node &n, int V) {
+  if (!n.isa<isl::schedule_node_band>() || n.as<isl::schedule_node_band>().n_member() != 1) return false;
+  isl::schedule_node c = n.child(0);
+  while (c.isa<isl::schedule_node_mark>()) c = c.child(0);
+  if (!c.isa<isl::schedule_node_leaf>()) return false;
+  isl::union_set values = nodeDomain(n).apply(isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule()));
+  if (values.is_empty() || isl_union_set_n_set(values.get()) != 1) return false;
+  isl::set v = isl::manage(isl_set_from_union_set(values.release()));
+  isl::set lanes(islCtx(), "{ [l] : 0 <= l < " + std::to_string(V) + " }");
+  v = isl::manage(isl_set_reset_tuple_id(v.release()));
+  return v.is_subset(lanes.intersect_params(v.params()));
+}
+
+/// A band whose member is one value at given params (a block or thread band after the mapping:
+/// its member fixed to b_x or t_x), so no loop of the AST.
+bool fixedBand(const isl::schedule_node &n) {
+  isl::union_set values = nodeDomain(n).apply(isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule()));
+  if (isl_union_set_n_set(values.get()) != 1) return false;
+  isl::set v = isl::manage(isl_set_from_union_set(values.release()));
+  return v.lexmin().is_equal(v);
+}
+
+/// Where lane band `n` has partial vectors (an all-reduce of an odd extent): the band to isolate
+/// the whole ones at and its option. The band is the nearest enclosing loop (not a block or
+/// thread band), so the whole vectors make one loop and the partial ones follow it, with no test
+/// in the loop (a test at each vector slowed small all-reduces: docs/sizes.md, session 28); the
+/// lane band itself where there is none.
+std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(const isl::schedule_node &n, int V) {
+  isl::union_set domain = nodeDomain(n);
+  isl::union_map lane = isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule());
+  isl::union_map prefix = isl::manage(isl_schedule_node_get_prefix_schedule_union_map(n.get()));
+  // { [prefix] -> [lane] } over the instances, with anonymous tuples.
+  isl::union_set points = domain.apply(prefix.range_product(lane));
+  if (isl_union_set_n_set(points.get()) != 1) return std::nullopt;
+  isl::map at = isl::manage(isl_set_unwrap(isl_set_from_union_set(points.release())));
+  at = isl::manage(isl_map_reset_tuple_id(isl_map_reset_tuple_id(at.release(), isl_dim_in), isl_dim_out));
+  isl::set lanes = isl::manage(isl_set_reset_tuple_id(isl::set(islCtx(), "{ [l] : 0 <= l < " + std::to_string(V) + " }").release()));
+  // The whole vectors: their first and last lanes exist (a convex set where the instances are,
+  // which isl's isolate needs: "all but the partial ones" came out as a union). Checked.
+  auto withLane = [&](int l) {
+    isl::set only = isl::manage(isl_set_reset_tuple_id(isl::set(islCtx(), "{ [l] : l = " + std::to_string(l) + " }").release()));
+    return at.intersect_range(only.intersect_params(at.domain().params())).domain();
+  };
+  isl::set all = at.domain(), full = withLane(0).intersect(withLane(V - 1));
+  if (!isl::manage(isl_map_from_domain_and_range(full.copy(), lanes.copy())).is_subset(at)) return std::nullopt;
+  if (all.subtract(full).is_empty()) return std::nullopt; // every vector whole: nothing to isolate
+  // The band: the nearest enclosing loop, so the bands between it and the lanes are fixed to ids
+  // and each of its points holds one vector of the thread (its whole vectors project exactly).
+  isl::schedule_node band = n;
+  for (isl::schedule_node a = n.parent(); a.has_parent(); a = a.parent())
+    if (a.isa<isl::schedule_node_band>() && !fixedBand(a)) {
+      band = a;
+      break;
+    }
+  unsigned depth = (unsigned)isl_schedule_node_get_schedule_depth(band.get());
+  isl::map whole;
+  if (band.get() == n.get()) {
+    whole = isl::manage(isl_map_from_domain_and_range(full.release(), lanes.release()));
+  } else {
+    unsigned keep = depth + band.as<isl::schedule_node_band>().n_member(), total = (unsigned)isl_set_dim(full.get(), isl_dim_set);
+    isl::set keys = isl::manage(isl_set_project_out(full.release(), isl_dim_set, keep, total - keep));
+    whole = isl::manage(isl_map_move_dims(isl_map_from_range(keys.release()), isl_dim_in, 0, isl_dim_out, 0, depth));
+  }
+  isl::set wrapped = isl::manage(isl_set_set_tuple_name(isl_map_wrap(whole.release()), "isolate"));
+  return std::make_pair(band, isl::union_set(wrapped));
+}
+
+} // namespace
+
+isl::schedule VectorReads::isolateWholeVectors(const isl::schedule &sched, int V) {
+  if (V < 2) return sched;
+  isl::schedule out = sched;
+  // One band at a time (each change makes a new tree), until no vector loop's band is left
+  // without its option.
+  for (int round = 0; round < 64; ++round) {
+    std::optional<std::pair<isl::schedule_node, isl::union_set>> next;
+    out.get_root().foreach_descendant_top_down([&](isl::schedule_node m) -> bool {
+      if (next) return false;
+      if (!laneBand(m, V)) return true;
+      auto o = wholeVectorOption(m, V);
+      if (o && o->first.as<isl::schedule_node_band>().get_ast_build_options().is_empty()) next = o;
+      return true;
+    });
+    if (!next) break;
+    out = next->first.as<isl::schedule_node_band>().set_ast_build_options(next->second).schedule();
+  }
+  return out;
 }
 
 VectorReads::Loop VectorReads::loop(const isl::ast_node &forNode) {

@@ -115,6 +115,8 @@ long long columnThreads(long long P, long long V, int bytes) {
 /// Narrow whole-column blocks of a y-reduce (defaultSizes): kNarrowColumns columns a block, one
 /// element each (8 f32 are one 32-byte sector a row), kNarrowRows threads over the reduced dim.
 constexpr long long kNarrowColumns = 8, kNarrowRows = 64;
+/// Smallest all-reduce (bytes) whose vectors need not divide its extent (vectorWidth).
+constexpr long long kTailBytes = 256 << 10;
 
 /// Whether a y-reduce of R rows and P columns takes narrow whole-column blocks: at most 32 rows
 /// a thread, and at least 64 blocks (half the SMs: [1024, 512] in 64 blocks 7.49 -> 6.24 us).
@@ -177,9 +179,20 @@ int vectorWidth(const BandShape &shape) {
   // partials cost more than the vectors save (H100, bench/results 2026-11-22, with the per-lane
   // epilogue of then: [1024, 1024] f16 over dim 0 8.6 -> 21 us with vector[8] and 16 blocks a
   // column; [1024, 131072] 128 -> 100 us with 512 column blocks).
+  // One run of elements reduced (an all-reduce, coalesced to one dim) of a constant extent and at
+  // least kTailBytes: its partial last vector is read element by element (polyk-emit isolates
+  // the whole ones: VectorReads::isolateWholeVectors), so V need not divide it. H200, old and new
+  // in one call (bench/results/2026-11-28-h200-vector-tails.txt): 4-400 MB of odd extents
+  // 1.13-1.41x (sum f32 10134509 20.5 -> 17.5 us, as fast as 10134508), 20 drawn ones of 0.35-48
+  // MB 0.96-1.22x (geomean 1.07); below 256 KB (one block, latency-bound) 0.85-1.09x, max i32
+  // 23155 5.9 -> 6.9 us: those keep V dividing the extent. Rows of other extents start
+  // unaligned: no vectors there.
+  bool run = reduction && shape.reduced[c] && !(c < (int)shape.symbolic.size() && shape.symbolic[c]) &&
+             shape.extent[c] * narrowest >= kTailBytes;
+  for (size_t m = 0; m < shape.extent.size(); ++m) run = run && ((int)m == c || shape.extent[m] == 1);
   auto fits = [&](int w) {
     // A partial last tile of whole vectors is fine: isl guards the threads past the end.
-    return P % w == 0 && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
+    return (P % w == 0 || (run && P > w)) && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
   // Tall columns: 2 outputs a thread for 4- and 8-byte elements, 4 for narrower ones.
