@@ -178,7 +178,8 @@ std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(c
   };
   isl::set all = at.domain(), full = withLane(0).intersect(withLane(V - 1));
   if (!isl::manage(isl_map_from_domain_and_range(full.copy(), lanes.copy())).is_subset(at)) return std::nullopt;
-  if (all.subtract(full).is_empty()) return std::nullopt; // every vector whole: nothing to isolate
+  // Every vector whole, or none (a short loop of fewer than V points): nothing to isolate.
+  if (full.is_empty() || all.subtract(full).is_empty()) return std::nullopt;
   // The band: the nearest enclosing loop, so the bands between it and the lanes are fixed to ids
   // and each of its points holds one vector of the thread (its whole vectors project exactly).
   isl::schedule_node band = n;
