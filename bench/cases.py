@@ -60,7 +60,10 @@ def torch_reduction(op, dtype, dims, rank):
 
 def cub_call(shape, dims, op, dtype):
     """('all', n) for a reduction over every dim, ('rows', rows, cols) over trailing dims, else
-    None: CUB has no primitive for reductions over outer or interleaved dims."""
+    None: CUB has no primitive for reductions over outer or interleaved dims, and
+    bench/cub_peer.cu has only sum, max and and over f32, f16, i32 and bool."""
+    if op not in ("sum", "max", "and") or dtype not in ("f32", "f16", "i32", "bool"):
+        return None
     n = 1
     for e in shape:
         n *= e
@@ -143,10 +146,7 @@ def extra_cases():
         op, dtype, shape, dims = spec.split(":")
         shape = [int(e) for e in shape.split("x")]
         name = f"{op}_{dtype}_{'x'.join(map(str, shape))}_d{dims}"
-        c = reduction(name, shape, [int(d) for d in dims], dtype, op)
-        if op not in ("sum", "max", "and") or dtype not in ("f32", "f16", "i32", "bool"):
-            c["cub"] = None  # bench/cub_peer.cu's primitives
-        out.append(c)
+        out.append(reduction(name, shape, [int(d) for d in dims], dtype, op))
     return out
 
 
@@ -184,8 +184,6 @@ def random_cases(seed, count):
         name = f"r{k:02d}_{op}_{dtype}_{'x'.join(map(str, shape))}_d{''.join(map(str, dims))}"
         c = reduction(name, shape, dims, dtype, op)
         c["suite"] = "random"
-        if op not in ("sum", "max", "and") or dtype not in ("f32", "f16", "i32", "bool"):
-            c["cub"] = None  # bench/cub_peer.cu's primitives
         out.append(c)
     return out
 

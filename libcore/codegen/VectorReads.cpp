@@ -131,6 +131,20 @@ int VectorReads::constantTrip(const isl::ast_node &forNode) {
 
 namespace {
 
+/// { [l] : lo <= l < hi }, anonymous.
+isl::set laneRange(int lo, int hi) {
+  isl::set s(islCtx(), "{ [l] : " + std::to_string(lo) + " <= l < " + std::to_string(hi) + " }");
+  return isl::manage(isl_set_reset_tuple_id(s.release()));
+}
+
+/// The values a band takes over its instances (anonymous), null where its instances lie in
+/// several spaces.
+isl::set bandValues(const isl::schedule_node &n) {
+  isl::union_set values = nodeDomain(n).apply(isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule()));
+  if (isl_union_set_n_set(values.get()) != 1) return {};
+  return isl::manage(isl_set_reset_tuple_id(isl_set_from_union_set(values.release())));
+}
+
 /// Node `n` is a vector loop's band: one member over 0 .. V - 1, innermost (a leaf below it,
 /// through marks).
 bool laneBand(const isl::schedule_node &n, int V) {
@@ -138,21 +152,22 @@ bool laneBand(const isl::schedule_node &n, int V) {
   isl::schedule_node c = n.child(0);
   while (c.isa<isl::schedule_node_mark>()) c = c.child(0);
   if (!c.isa<isl::schedule_node_leaf>()) return false;
-  isl::union_set values = nodeDomain(n).apply(isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule()));
-  if (values.is_empty() || isl_union_set_n_set(values.get()) != 1) return false;
-  isl::set v = isl::manage(isl_set_from_union_set(values.release()));
-  isl::set lanes(islCtx(), "{ [l] : 0 <= l < " + std::to_string(V) + " }");
-  v = isl::manage(isl_set_reset_tuple_id(v.release()));
-  return v.is_subset(lanes.intersect_params(v.params()));
+  isl::set v = bandValues(n);
+  return !v.is_null() && !v.is_empty() && v.is_subset(laneRange(0, V).intersect_params(v.params()));
 }
 
 /// A band whose member is one value at given params (a block or thread band after the mapping:
 /// its member fixed to b_x or t_x), so no loop of the AST.
 bool fixedBand(const isl::schedule_node &n) {
-  isl::union_set values = nodeDomain(n).apply(isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule()));
-  if (isl_union_set_n_set(values.get()) != 1) return false;
-  isl::set v = isl::manage(isl_set_from_union_set(values.release()));
-  return v.lexmin().is_equal(v);
+  isl::set v = bandValues(n);
+  return !v.is_null() && v.lexmin().is_equal(v);
+}
+
+/// Whether `n` or a band above it has AST build options (an isolated part already).
+bool isolatedAbove(isl::schedule_node n) {
+  for (; n.has_parent(); n = n.parent())
+    if (n.isa<isl::schedule_node_band>() && !n.as<isl::schedule_node_band>().get_ast_build_options().is_empty()) return true;
+  return false;
 }
 
 /// Where lane band `n` has partial vectors (an all-reduce of an odd extent): the band to isolate
@@ -169,13 +184,10 @@ std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(c
   if (isl_union_set_n_set(points.get()) != 1) return std::nullopt;
   isl::map at = isl::manage(isl_set_unwrap(isl_set_from_union_set(points.release())));
   at = isl::manage(isl_map_reset_tuple_id(isl_map_reset_tuple_id(at.release(), isl_dim_in), isl_dim_out));
-  isl::set lanes = isl::manage(isl_set_reset_tuple_id(isl::set(islCtx(), "{ [l] : 0 <= l < " + std::to_string(V) + " }").release()));
+  isl::set lanes = laneRange(0, V);
   // The whole vectors: their first and last lanes exist (a convex set where the instances are,
   // which isl's isolate needs: "all but the partial ones" came out as a union). Checked.
-  auto withLane = [&](int l) {
-    isl::set only = isl::manage(isl_set_reset_tuple_id(isl::set(islCtx(), "{ [l] : l = " + std::to_string(l) + " }").release()));
-    return at.intersect_range(only.intersect_params(at.domain().params())).domain();
-  };
+  auto withLane = [&](int l) { return at.intersect_range(laneRange(l, l + 1).intersect_params(at.domain().params())).domain(); };
   isl::set all = at.domain(), full = withLane(0).intersect(withLane(V - 1));
   if (!isl::manage(isl_map_from_domain_and_range(full.copy(), lanes.copy())).is_subset(at)) return std::nullopt;
   // Every vector whole, or none (a short loop of fewer than V points): nothing to isolate.
@@ -206,20 +218,17 @@ std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(c
 isl::schedule VectorReads::isolateWholeVectors(const isl::schedule &sched, int V) {
   if (V < 2) return sched;
   isl::schedule out = sched;
-  // One band at a time (each change makes a new tree), until no vector loop's band is left
-  // without its option.
-  for (int round = 0; round < 64; ++round) {
-    std::optional<std::pair<isl::schedule_node, isl::union_set>> next;
+  // One band at a time (each change makes a new tree); a vector loop isolated once, at its own
+  // band or one above, is not looked at again.
+  std::optional<std::pair<isl::schedule_node, isl::union_set>> next;
+  do {
+    next.reset();
     out.get_root().foreach_descendant_top_down([&](isl::schedule_node m) -> bool {
-      if (next) return false;
-      if (!laneBand(m, V)) return true;
-      auto o = wholeVectorOption(m, V);
-      if (o && o->first.as<isl::schedule_node_band>().get_ast_build_options().is_empty()) next = o;
-      return true;
+      if (!next && laneBand(m, V) && !isolatedAbove(m)) next = wholeVectorOption(m, V);
+      return !next;
     });
-    if (!next) break;
-    out = next->first.as<isl::schedule_node_band>().set_ast_build_options(next->second).schedule();
-  }
+    if (next) out = next->first.as<isl::schedule_node_band>().set_ast_build_options(next->second).schedule();
+  } while (next);
   return out;
 }
 

@@ -192,7 +192,7 @@ int vectorWidth(const BandShape &shape) {
   for (size_t m = 0; m < shape.extent.size(); ++m) run = run && ((int)m == c || shape.extent[m] == 1);
   auto fits = [&](int w) {
     // A partial last tile of whole vectors is fine: isl guards the threads past the end.
-    return (P % w == 0 || (run && P > w)) && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
+    return (P % w == 0 || run) && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
   // Tall columns: 2 outputs a thread for 4- and 8-byte elements, 4 for narrower ones.
