@@ -8,7 +8,9 @@ narrow whole-column blocks of 8 columns x 64 threads over the rows, with partial
 tiles); and [40, 21128] over dim 0 (whole columns; 1-byte ones in blocks of 8 column threads with
 vector[4]); fused rows for every dtype ([37, n], n in
 {7, 100, 3000}: a row's result, then every element of the row combined with it, one kernel whose
-later part takes the result from the row's leader, polyk::block_broadcast); plus one all-reduce
+later part takes the result from the row's leader, polyk::block_broadcast); batched columns
+([3, n, 40] over dim 1, n in {7, 1000}, and [2, 2^21 + 1, 2] over dim 1: a y-reduce of rows n and
+columns (a, c), read as they lie, no transposition); plus one all-reduce
 sum of f32 over more than 2^31 elements (--huge).
 Usage: gen.py OUTDIR [--huge]"""
 import os
@@ -21,6 +23,7 @@ PARALLEL = {"x": 3, "y": 5}  # parallel extent beside the reduced one
 LANES = {"ytall": (40000, 64), "ywide": (3, 33792), "ymid": (1000, 517), "yw21k": (40, 21128)}  # y-reduces [rows, columns]
 FUSED = {"bool": ["and", "or"], **{d: ["sum", "max"] for d in DTYPES if d != "bool"}}  # fx: fused rows
 FUSED_SIZES = [7, 100, 3000]
+BATCHED = {"b": [(3, 7, 40), (3, 1000, 40)], "bshort": [(2, 2**21 + 1, 2)]}  # x[a, n, c] over dim 1
 
 
 def program(name, form, op, dtype, n):
@@ -32,6 +35,12 @@ def program(name, form, op, dtype, n):
                 f"  m: {{type: {dtype}, shape: [37], role: temporary}}\n"
                 f"  y: {{type: {dtype}, shape: [37, {n}], role: output}}\n"
                 f"statements:\n  - m(i) {OPS[op]} x(i, j)\n  - y(i, j) = {use}\n")
+    if form in BATCHED:
+        return (f"# Test matrix: batched columns, {op}, {dtype}, shape {list(n)} over dim 1.\n"
+                f"polyk: program/1\nname: {name}\ntensors:\n"
+                f"  x:   {{type: {dtype}, shape: {list(n)}, role: input}}\n"
+                f"  out: {{type: {dtype}, shape: [{n[0]}, {n[2]}], role: output}}\n"
+                f"statements:\n  - out(a, c) {OPS[op]} x(a, b, c)\n")
     if form == "all":
         shape, out_shape, stmt = [n], [], f"out() {OPS[op]} x(i)"
     elif form == "x":
@@ -52,10 +61,12 @@ def main():
     cases = [(form, op, dtype, n) for form in ["all", "x", "y"] for op in OPS for dtype in DTYPES for n in SIZES]
     cases += [(form, op, dtype, n) for form, (n, _) in LANES.items() for op in OPS for dtype in DTYPES]
     cases += [("fx", op, dtype, n) for dtype, ops in FUSED.items() for op in ops for n in FUSED_SIZES]
+    cases += [(form, op, dtype, n) for form, shapes in BATCHED.items() for op in OPS for dtype in DTYPES for n in shapes]
     if "--huge" in sys.argv:
         cases.append(("all", "sum", "f32", 2**31 + 5))
     for form, op, dtype, n in cases:
-        name = f"m_{form}_{op}_{dtype}_{n}"
+        size = "x".join(map(str, n)) if isinstance(n, tuple) else n
+        name = f"m_{form}_{op}_{dtype}_{size}"
         with open(os.path.join(out, name + ".yaml"), "w") as f:
             f.write(program(name, form, op, dtype, n))
     print(len(cases))

@@ -80,6 +80,38 @@ TEST(Flatten, SmallInterleavedReductionsReadInPlace) {
   EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i, j] -> e[floor(j/50), i, floor(j/5) mod 10, j mod 5] }"));
 }
 
+TEST(Flatten, ParallelReducedParallelReadsColumnsAsTheyLie) {
+  // x[A, B, C] over b: a batched y-reduce, rows b and columns (a, c), with no transposition.
+  Scop s = flattenText("  x: {type: i32, shape: [2, 1248718, 52], role: input}\n  r: {type: i32, shape: [2, 52], role: output}\n",
+                       "  - r(a, c) *=! x(a, b, c)\n");
+  EXPECT_TRUE(s.relayouts.empty());
+  const auto &r = stmt(s, "S0");
+  EXPECT_EQ(r.form, Form::YReduce);
+  EXPECT_EQ(r.dims, (std::vector<std::string>{"reduced", "parallel"}));
+  EXPECT_TRUE(sameSet(r.domain, "{ S0[i, j] : 0 <= i <= 1248717 and 0 <= j <= 103 }"));
+  EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i, j] -> x[floor(j/52), i, j mod 52] }"));
+  // From 2^22 elements, runs shorter than a sector too: [8000, 4000, 2] f32.
+  Scop shortRuns = flattenText("  x: {type: f32, shape: [8000, 4000, 2], role: input}\n  r: {type: f32, shape: [8000, 2], role: output}\n",
+                               "  - r(a, c) +=! x(a, b, c)\n");
+  EXPECT_TRUE(shortRuns.relayouts.empty());
+  EXPECT_EQ(stmt(shortRuns, "S0").form, Form::YReduce);
+  // Smaller ones take columns where a run fills a 32-byte sector (8 f32), and otherwise keep the
+  // interleaved x-reduce that reads x in place.
+  Scop small = flattenText("  x: {type: f32, shape: [8, 1000, 8], role: input}\n  r: {type: f32, shape: [8, 8], role: output}\n",
+                           "  - r(a, c) +=! x(a, b, c)\n");
+  EXPECT_EQ(stmt(small, "S0").form, Form::YReduce);
+  Scop narrow = flattenText("  x: {type: f32, shape: [8, 1000, 7], role: input}\n  r: {type: f32, shape: [8, 7], role: output}\n",
+                            "  - r(a, c) +=! x(a, b, c)\n");
+  EXPECT_EQ(stmt(narrow, "S0").form, Form::XReduce);
+  EXPECT_TRUE(sameMap(stmt(narrow, "S0").reads[0], "{ S0[i, j] -> x[floor(i/7), j, i mod 7] }"));
+  // An elementwise producer takes the columns too.
+  Scop chain = flattenText("  x: {type: f16, shape: [8, 1000, 12], role: input}\n  t: {type: f32, shape: [8, 1000, 12], role: temporary}\n"
+                           "  r: {type: f32, shape: [8, 12], role: output}\n",
+                           "  - t(a, b, c) = x(a, b, c) * 2.0\n  - r(a, c) +=! t(a, b, c)\n");
+  EXPECT_EQ(stmt(chain, "S1").form, Form::YReduce);
+  EXPECT_EQ(stmt(chain, "S0").form, Form::YReduce);
+}
+
 TEST(Flatten, ProducersTakeTheReductionsCoalescing) {
   Scop s = flattenText("  x: {type: f32, shape: [64, 128, 768], role: input}\n"
                        "  t: {type: f32, shape: [64, 128, 768], role: temporary}\n"
