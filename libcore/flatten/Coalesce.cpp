@@ -148,6 +148,7 @@ struct Builder {
   std::map<std::string, int> writerOf; // tensor -> statement index
   std::map<std::string, int> readCount;
   std::set<std::string> transposedInputs; // written by a relayout statement: a kernel of its own
+  std::set<size_t> copies;                // reductions over unit dims only (unitDimReduction)
 
   explicit Builder(const Program &prog) : p(prog), plans(prog.statements.size()) {
     for (size_t k = 0; k < p.statements.size(); ++k) {
@@ -296,7 +297,15 @@ struct Builder {
 
   Scop run() {
     for (size_t k = 0; k < p.statements.size(); ++k)
-      if (p.statements[k].stmt.assignOp != "=") plans[k] = planReduction(p.statements[k], p);
+      if (unitDimReduction(p.statements[k], p)) {
+        Plan copy; // a copy (unitDimReduction): one parallel dim over every iterator, unit ones too
+        copy.groups = {p.statements[k].iterators};
+        copy.dimKinds = {"parallel"};
+        plans[k] = copy;
+        copies.insert(k);
+      } else if (p.statements[k].stmt.assignOp != "=") {
+        plans[k] = planReduction(p.statements[k], p);
+      }
     // Later reductions first claim their producers, walking back from each reduction.
     for (int k = (int)p.statements.size() - 1; k >= 0; --k)
       if (p.statements[k].stmt.assignOp != "=") propagate(k);
@@ -325,7 +334,7 @@ struct Builder {
       std::string name = "S" + std::to_string(k);
       auto rec = recoveryExprs(plan, ps);
 
-      auto op = ps.stmt.reduceOp();
+      auto op = copies.count(k) ? std::nullopt : ps.stmt.reduceOp();
       if (op) {
         // The fresh initialisation of `+=!`: one instance per output element, over the parallel dim.
         Plan initPlan;
@@ -413,7 +422,7 @@ public:
       if (ps.stmt.assignOp == "=") continue;
       std::string pattern = interleaving(ps);
       if (pattern.size() <= 2) continue; // contiguous: all, x or y
-      if (batchedColumns(ps, p_)) continue; // read as columns, as they lie
+      if (batchedColumns(ps, p_) || unitDimReduction(ps, p_)) continue; // read as they lie
       // A small reduction reads its strided elements from L2 faster than a transposition kernel
       // costs to launch (H100: [40, 20, 10, 5] over dims 0, 2, 3 took 15 us with it, 8 without).
       long long elements = 1;

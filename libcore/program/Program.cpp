@@ -370,6 +370,17 @@ void analyse(ProgramStatement &ps, const Program &p) {
 
 void analyseStatement(ProgramStatement &ps, const Program &p) { analyse(ps, p); }
 
+bool unitDimReduction(const ProgramStatement &ps, const Program &p) {
+  auto op = ps.stmt.reduceOp();
+  if (!op || !ps.stmt.freshlyInitialised) return false;
+  // `&&` and `||` give 0 or 1: a copy only into bool, whose conversion is that test (x != 0).
+  const TensorDecl *out = p.tensor(ps.stmt.lhs.tensor);
+  if ((*op == ReduceOp::And || *op == ReduceOp::Or) && (!out || out->type != DType::Bool)) return false;
+  for (size_t k = 0; k < ps.iterators.size(); ++k)
+    if (ps.reduced[k] && !(ps.extents[k].param.empty() && ps.extents[k].value == 1)) return false;
+  return true;
+}
+
 Program readProgram(const std::string &text, const std::string &file) {
   YamlDoc doc = parseYaml(text, file);
   expectKind(doc, "program", 1);

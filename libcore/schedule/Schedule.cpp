@@ -165,8 +165,13 @@ int vectorWidth(const BandShape &shape) {
   // columns).
   if (c < 0 || (c < (int)shape.symbolic.size() && shape.symbolic[c] && !(reduction && shape.reduced[c]))) return 1;
   bool columns = reduction && !shape.reduced[c]; // a y-reduce: each thread owns V consecutive outputs
-  if (!reduction && shape.extent.size() < 2) return 1;
   int narrowest = shape.elementBytes;
+  // A run of elementwise statements of 4- and 8-byte elements (a reduction over unit dims, a
+  // copy: unitDimReduction) reads whole vectors, one a thread; initialisations keep theirs. H200, one call
+  // (bench/results/2026-11-29-h200-unit-dim-copies.txt): min i32 [1, 1, 10220984] over dim 0 32.0
+  // -> 24.4 us, sum f32 [1000, 1, 5000] over dim 1 14.4 -> 14.1; narrower ones were slower with
+  // vector loads and element stores (bf16 [618, 1, 42630, 1] 36.0 -> 84.2, bool 18.8 -> 82.0).
+  if (!reduction && shape.extent.size() < 2 && (narrowest < 4 || shape.initOnly)) return 1;
   int v = 16 / narrowest;
   // 1-byte columns: at most 4 a thread. Twice the threads over the same columns, each doing half
   // the per-byte work (bool [1024, 131072] over dim 0: vector[8], 512 blocks, 45% achieved
@@ -212,6 +217,10 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
 BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape = analyseBandShape(scop, band);
   shape.elementBytes = narrowestBytes(scop, nodeDomain(band));
+  shape.initOnly = true;
+  for (const auto &st : scop.statements)
+    if (st.kind != StmtKind::Init && !nodeDomain(band).intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty())
+      shape.initOnly = false;
   shape.vector = vectorWidth(shape);
   return shape;
 }
@@ -346,6 +355,7 @@ KernelSizes defaultSizes(const BandShape &b) {
       // A reduction's parallel member (its reduced dims of extent 1, which isl drops from the
       // band: [N, 1] over dim 1) owns one output a thread, as polyk-bind requires.
       perThread = b.form == Form::Elementwise ? std::min<long long>(perThread, 4) : 1;
+      if (b.form == Form::Elementwise && b.vector > 1) perThread = b.vector; // one vector a thread
     } else if (e <= threads * 16 * b.vector) {
       perThread = roundUp(ceilDiv(e, threads), b.vector); // one block: a direct store
     } else {

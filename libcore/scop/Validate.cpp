@@ -236,7 +236,7 @@ private:
     // The affine path's reductions are assignments (update, store) whose source is the reduction;
     // its init and update write an accumulator temporary of the output's shape.
     bool affine = st.form == Form::Affine;
-    if (st.kind == StmtKind::Assign && ps.stmt.assignOp != "=" && !affine)
+    if (st.kind == StmtKind::Assign && ps.stmt.assignOp != "=" && !affine && !unitDimReduction(ps, p))
       fail(st.at.source, "an assign statement's source must be an assignment ('=')");
     if (affine && st.kind == StmtKind::Assign && ps.stmt.reduceOp() && st.op && st.op != ps.stmt.reduceOp())
       fail(st.at.source, "the source's reduction is not the statement's 'op'");

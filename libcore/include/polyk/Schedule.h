@@ -57,6 +57,8 @@ struct BandShape {
   int vector = 1;
   /// Bytes of the narrowest element the band's statements access (16 where they access none).
   int elementBytes = 4;
+  /// Whether every statement of the band is a reduction's initialisation (they read nothing).
+  bool initOnly = false;
 };
 
 /// Every statement's writes and reads, restricted to its domain (flow analysis needs bounded
