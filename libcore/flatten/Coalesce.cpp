@@ -78,7 +78,7 @@ std::string interleaving(const ProgramStatement &ps) {
 /// columns is A runs of C elements. The alternative, Panamera's interchange, transposes x into
 /// [A, C, B] first (from kRelayoutMinElements): that kernel reads x at a stride of C elements
 /// and the reduction reads the copy again. H200, old and new in one call
-/// (bench/results/2026-11-29-h200-batched-columns.txt): 34 cases of runs of 8-16384 bytes,
+/// (bench/results/2026-11-29-h200-batched-columns.txt): 31 cases of runs of 8-16384 bytes,
 /// 1.2-18x faster (prod i32 [2, 1248718, 52] over dim 1 3042 -> 152 us; sum f32 [8000, 4000, 2]
 /// 214 -> 184). Below kRelayoutMinElements the interleaved x-reduce reads x from L2 in place; it
 /// stays where C's run is shorter than a 32-byte sector (min i32 [50, 50, 3] 4.4 against 5.6 us),
@@ -89,7 +89,7 @@ constexpr long long kRelayoutMinElements = 1LL << 22;
 
 bool batchedColumns(const ProgramStatement &ps, const Program &p) {
   if (interleaving(ps) != "prp") return false;
-  size_t n = ps.iterators.size(), lastReduced = 0;
+  size_t n = ps.iterators.size(), lastReduced = n;
   auto unit = [&](size_t k) { return ps.extents[k].param.empty() && ps.extents[k].value == 1; };
   long long elements = 1;
   bool symbolic = false;
@@ -97,6 +97,7 @@ bool batchedColumns(const ProgramStatement &ps, const Program &p) {
     if (ps.reduced[k] && !unit(k)) lastReduced = k;
     elements *= ps.extents[k].value, symbolic |= !ps.extents[k].param.empty();
   }
+  if (lastReduced == n) return false; // reduced dims of one element only: nothing between
   long long run = 1;
   for (size_t k = lastReduced + 1; k < n; ++k) {
     if (!ps.extents[k].param.empty()) return false;
@@ -214,6 +215,24 @@ struct Builder {
     return std::nullopt;
   }
 
+  /// A copy (unitDimReduction): one parallel dim over every iterator, the unit ones last (their
+  /// recovery is 0), so that a symbolic extent can lead the group as Formula 1 needs; none where
+  /// another extent is symbolic (x[8, B] over a unit dim keeps its y-reduce).
+  std::optional<Plan> copyPlan(const ProgramStatement &ps) const {
+    if (!unitDimReduction(ps, p)) return std::nullopt;
+    std::vector<std::string> dims, units;
+    for (size_t k = 0; k < ps.iterators.size(); ++k) {
+      bool unit = ps.extents[k].param.empty() && ps.extents[k].value == 1;
+      if (!unit && !dims.empty() && !ps.extents[k].param.empty()) return std::nullopt;
+      (unit ? units : dims).push_back(ps.iterators[k]);
+    }
+    Plan plan;
+    dims.insert(dims.end(), units.begin(), units.end());
+    plan.groups = {dims};
+    plan.dimKinds = {"parallel"};
+    return plan;
+  }
+
   /// `[B, N] -> ` when the program has symbolic extents.
   std::string paramPrefix() const {
     if (p.params.empty()) return "";
@@ -297,11 +316,8 @@ struct Builder {
 
   Scop run() {
     for (size_t k = 0; k < p.statements.size(); ++k)
-      if (unitDimReduction(p.statements[k], p)) {
-        Plan copy; // a copy (unitDimReduction): one parallel dim over every iterator, unit ones too
-        copy.groups = {p.statements[k].iterators};
-        copy.dimKinds = {"parallel"};
-        plans[k] = copy;
+      if (auto copy = copyPlan(p.statements[k])) {
+        plans[k] = *copy;
         copies.insert(k);
       } else if (p.statements[k].stmt.assignOp != "=") {
         plans[k] = planReduction(p.statements[k], p);
@@ -405,10 +421,10 @@ struct Builder {
 } // namespace
 
 /// Panamera §3.1: interchanging interleaved dims must not cost memory coalescing. For each
-/// reduction whose parallel and reduced dims interleave (but for "prp" ones: batchedColumns),
-/// the tensors it (and its elementwise producers) read are re-laid out in the interchanged loop
-/// order: a temporary's layout is permuted where it is written; an input is copied into a
-/// transposed temporary by a statement added first. The loops then scan every tensor contiguously and need no interchange.
+/// reduction whose parallel and reduced dims interleave (but for "prp" ones, batchedColumns,
+/// and copies, unitDimReduction), the tensors it (and its elementwise producers) read are re-laid
+/// out in the interchanged loop order: a temporary's layout is permuted where it is written; an
+/// input is copied into a transposed temporary by a statement added first. The loops then scan every tensor contiguously and need no interchange.
 /// Reductions over fewer elements keep their interleaved reads (no relayout).
 constexpr long long kLongRun = 1024;
 

@@ -376,6 +376,8 @@ bool unitDimReduction(const ProgramStatement &ps, const Program &p) {
   // `&&` and `||` give 0 or 1: a copy only into bool, whose conversion is that test (x != 0).
   const TensorDecl *out = p.tensor(ps.stmt.lhs.tensor);
   if ((*op == ReduceOp::And || *op == ReduceOp::Or) && (!out || out->type != DType::Bool)) return false;
+  // Float max and min skip NaN (fmax(-inf, NaN) = -inf), which a copy would not: they stay reductions.
+  if ((*op == ReduceOp::Max || *op == ReduceOp::Min) && (!out || isFloat(out->type))) return false;
   for (size_t k = 0; k < ps.iterators.size(); ++k)
     if (ps.reduced[k] && !(ps.extents[k].param.empty() && ps.extents[k].value == 1)) return false;
   return true;

@@ -171,7 +171,11 @@ int vectorWidth(const BandShape &shape) {
   // (bench/results/2026-11-29-h200-unit-dim-copies.txt): min i32 [1, 1, 10220984] over dim 0 32.0
   // -> 24.4 us, sum f32 [1000, 1, 5000] over dim 1 14.4 -> 14.1; narrower ones were slower with
   // vector loads and element stores (bf16 [618, 1, 42630, 1] 36.0 -> 84.2, bool 18.8 -> 82.0).
-  if (!reduction && shape.extent.size() < 2 && (narrowest < 4 || shape.initOnly)) return 1;
+  // Where one vector a thread would leave fewer than 2 blocks of 256 per SM, one element a
+  // thread keeps the blocks (y(i) = exp(x(i)) over 100000 f32: 391 blocks, not 98).
+  if (!reduction && shape.extent.size() < 2 &&
+      (narrowest < 4 || shape.initOnly || ceilDiv(shape.extent[0], 256LL * (16 / narrowest)) < 2 * kSMs))
+    return 1;
   int v = 16 / narrowest;
   // 1-byte columns: at most 4 a thread. Twice the threads over the same columns, each doing half
   // the per-byte work (bool [1024, 131072] over dim 0: vector[8], 512 blocks, 45% achieved
@@ -353,7 +357,8 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long perThread = std::max<long long>(1, ceilDiv(e, threads * 4 * kSMs));
     if (!b.reduced[0]) {
       // A reduction's parallel member (its reduced dims of extent 1, which isl drops from the
-      // band: [N, 1] over dim 1) owns one output a thread, as polyk-bind requires.
+      // band: [N, 1] over dim 1, where it is not a copy: && into numbers, float max and min)
+      // owns one output a thread, as polyk-bind requires.
       perThread = b.form == Form::Elementwise ? std::min<long long>(perThread, 4) : 1;
       if (b.form == Form::Elementwise && b.vector > 1) perThread = b.vector; // one vector a thread
     } else if (e <= threads * 16 * b.vector) {

@@ -89,9 +89,9 @@ struct Program {
 /// reduced dims); throws InputError at `ps.loc`.
 void analyseStatement(ProgramStatement &ps, const Program &p);
 /// A fresh reduction over dims of one element only (x[618, 1, 42630, 1] over dim 3): each output
-/// combines one element with the identity, op(identity, x) = x (for `&&` and `||`, into bool
-/// only), so polyk-flatten makes it a copy, an assign statement whose source stays the reduction.
-/// (A sum's -0.0 comes out -0.0, not 0.0 + -0.0.)
+/// combines one element with the identity, op(identity, x) = x, so polyk-flatten makes it a copy,
+/// an assign statement whose source stays the reduction. Not for `&&` and `||` into numbers (0 or
+/// 1, not x) nor for float max and min (they skip NaN). A sum's -0.0 comes out -0.0, not +0.0.
 bool unitDimReduction(const ProgramStatement &ps, const Program &p);
 
 Program readProgram(const std::string &text, const std::string &file);
