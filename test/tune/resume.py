@@ -3,7 +3,9 @@
 last record then cut in half (as a kill during the write leaves it), resumes and ends with exactly
 the configurations an uninterrupted search with the same seed tries: none lost, none repeated.
 Also: a log recorded on another device is refused, and best.yaml feeds polyk-schedule --tuning.
-Runs on the CPU stand-in runner (--runner cpu), so CI tests the log without a GPU.
+Runs on the CPU stand-in runner (--runner cpu), so CI tests the log without a GPU. The space is
+polyk-tune space's with emit.blocks fixed: the search tries emit.blocks's neighbours of each new
+best, and which trial is best on a loaded CPU is noise (a CI run once drew other configurations).
 
 Env: POLYK_BIN (the stage tools), POLYK_SRC (the source tree).
 """
@@ -45,8 +47,25 @@ def tune(log, best, **kw):
                           capture_output=True, text=True, **kw)
 
 
+def fixed_blocks_space(work):
+    """polyk-tune space's space with emit.blocks at its default alone: the proposals then depend on
+    the seed only, not on which trial measured fastest."""
+    params = [a for i, a in enumerate(ARGS) if i and ARGS[i - 1] == "--param"]
+    p = subprocess.run([f"{BIN}/polyk-tune", "space", PROGRAM, *[x for q in params for x in ("--param", q)]],
+                       capture_output=True, text=True, check=True)
+    text, n = re.subn(r"\{name: emit\.blocks, values: \[[^]]*\], default: (\d+)\}",
+                      r"{name: emit.blocks, values: [\1], default: \1}", p.stdout)
+    if n != 1:
+        sys.exit("polyk-tune space printed no emit.blocks parameter:\n" + p.stdout)
+    path = os.path.join(work, "space.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    ARGS.extend(["--space", path])
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
+        fixed_blocks_space(work)
         whole, cut = os.path.join(work, "whole.jsonl"), os.path.join(work, "cut.jsonl")
         p = tune(whole, os.path.join(work, "whole.yaml"))
         check(p.returncode == 0, f"an uninterrupted search runs (exit {p.returncode}: {p.stderr.strip()[-300:]})")

@@ -50,6 +50,24 @@ std::string hashOf(const std::string &text) {
   return b;
 }
 
+/// Binds the program's symbolic sizes to --param's NAME=VALUE items (positive integers).
+void bindParams(polyk::Program &program, const std::vector<std::string> &params) {
+  for (const auto &p : params) {
+    size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) throw polyk::UsageError("--param " + p + ": NAME=VALUE expected");
+    std::string name = p.substr(0, eq);
+    auto it = std::find_if(program.params.begin(), program.params.end(), [&](const auto &q) { return q.first == name; });
+    if (it == program.params.end()) throw polyk::UsageError("--param " + p + ": the program has no parameter " + name);
+    try {
+      size_t used = 0;
+      it->second = std::stoll(p.substr(eq + 1), &used);
+      if (used != p.size() - eq - 1 || it->second < 1) throw std::invalid_argument("");
+    } catch (const std::exception &) {
+      throw polyk::UsageError("--param " + p + ": a positive integer expected");
+    }
+  }
+}
+
 int runCommand(int argc, char **argv) {
   polyk::RunnerOptions runner;
   polyk::SearchOptions search;
@@ -153,18 +171,7 @@ int runCommand(int argc, char **argv) {
             throw polyk::UsageError("--check-param " + p + ": a positive integer expected");
           }
         }
-        for (const auto &p : runner.params) {
-          std::string name = p.substr(0, p.find('='));
-          auto it = std::find_if(program.params.begin(), program.params.end(), [&](const auto &q) { return q.first == name; });
-          if (it == program.params.end()) throw polyk::UsageError("--param " + p + ": the program has no parameter " + name);
-          try {
-            size_t used = 0;
-            it->second = std::stoll(p.substr(name.size() + 1), &used);
-            if (used != p.size() - name.size() - 1 || it->second < 1) throw std::invalid_argument("");
-          } catch (const std::exception &) {
-            throw polyk::UsageError("--param " + p + ": a positive integer expected");
-          }
-        }
+        bindParams(program, runner.params);
         runner.programText = runner.params.empty() ? in.text : polyk::writeProgram(program);
         runner.programFile = in.displayName;
         polyk::Scop flat = polyk::flatten(polyk::readProgram(runner.programText, in.displayName));
@@ -479,6 +486,7 @@ int main(int argc, char **argv) {
   std::string sub = argv[1];
   if (sub == "space") {
     std::string format = "space", t1Path;
+    std::vector<std::string> params;
     return polyk::runTool(argc - 1, argv + 1,
                           {"polyk-tune space",
                            "Derive the search space of a program (program/1 -> space/1): tile and block sizes per band "
@@ -491,9 +499,14 @@ int main(int argc, char **argv) {
                              app.add_option("--t1", t1Path, "a T1 problem over the program's space: its values and conditions "
                                                             "replace the derived ones")
                                  ->check(CLI::ExistingFile);
+                             app.add_option("--param", params, "NAME=VALUE: a symbolic size's value (repeatable), as "
+                                                               "polyk-tune run --param derives its space");
                            },
                            [&](const polyk::ToolInput &in, polyk::ExtraOutputs &) {
-                             polyk::Space s = polyk::deriveSpace(polyk::flatten(polyk::readProgram(in.text, in.displayName)));
+                             polyk::Program program = polyk::readProgram(in.text, in.displayName);
+                             bindParams(program, params);
+                             polyk::Space s = polyk::deriveSpace(polyk::flatten(
+                                 params.empty() ? program : polyk::readProgram(polyk::writeProgram(program), in.displayName)));
                              if (!t1Path.empty()) {
                                std::ifstream f(t1Path, std::ios::binary);
                                s = polyk::readT1(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()),
