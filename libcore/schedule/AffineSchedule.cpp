@@ -5,6 +5,7 @@
 // dependences and checks the schedule against them: every dependence goes forward, and none
 // crosses two points of a kernel's parallel band (they run on different threads).
 #include "polyk/Emit.h"
+#include "polyk/IntMath.h"
 #include "polyk/MapFusion.h"
 #include "polyk/Schedule.h"
 #include "polyk/TimeTiles.h"
@@ -24,11 +25,6 @@ namespace polyk {
 
 namespace {
 
-long long pow2Ceil(long long a) {
-  long long p = 1;
-  while (p < a) p *= 2;
-  return p;
-}
 
 /// The statements of one kernel: a program statement's scop statements (init, update, store).
 std::vector<std::vector<const ScopStatement *>> kernelsOf(const Scop &s) {

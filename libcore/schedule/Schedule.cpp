@@ -1,5 +1,6 @@
 // Dependences, scheduling, fusion and tiling (Panamera §4.1-4.2). See Schedule.h.
 #include "polyk/Schedule.h"
+#include "polyk/IntMath.h"
 
 #include "polyk/Isl.h"
 
@@ -89,13 +90,6 @@ std::vector<int> bandMemberDims(const isl::schedule_node_band &band, const std::
 
 namespace {
 
-long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
-long long roundUp(long long a, long long b) { return ceilDiv(a, b) * b; }
-long long pow2Ceil(long long a) {
-  long long p = 1;
-  while (p < a) p *= 2;
-  return p;
-}
 
 /// Streaming multiprocessors of the H100 the default sizes are measured on.
 constexpr long long kSMs = 132;

@@ -26,7 +26,7 @@ namespace polyk {
 
 namespace {
 
-std::string quoted(const std::string &s) { return "'" + s + "'"; }
+std::string inQuotes(const std::string &s) { return "'" + s + "'"; }
 
 class Validator {
 public:
@@ -37,7 +37,7 @@ public:
     for (const auto &[n, v] : s_.params) params_.insert(n);
     paramContext_ = isl::set(ctx_, paramDefaultsRange());
     for (const auto &t : s_.tensors) {
-      if (params_.count(t.name)) fail(t.loc, "tensor " + quoted(t.name) + " has the name of a parameter");
+      if (params_.count(t.name)) fail(t.loc, "tensor " + inQuotes(t.name) + " has the name of a parameter");
     }
     checkStatementNames();
     for (const auto &st : s_.statements) checkStatement(st);
@@ -67,7 +67,7 @@ private:
   }
 
   static void checkName(const std::string &name, const SourceLoc &at, const std::string &what) {
-    if (!isIdentifier(name)) fail(at, what + " name " + quoted(name) + " is not an identifier");
+    if (!isIdentifier(name)) fail(at, what + " name " + inQuotes(name) + " is not an identifier");
   }
 
   /// The parameters an isl object uses are declared ones.
@@ -79,12 +79,12 @@ private:
       if (!name || !params_.count(name)) undefined = name ? name : "?";
     }
     isl_space_free(space);
-    if (!undefined.empty()) fail(at, "undefined parameter " + quoted(undefined) + " (declare it under 'params')");
+    if (!undefined.empty()) fail(at, "undefined parameter " + inQuotes(undefined) + " (declare it under 'params')");
   }
 
   const TensorDecl &tensorNamed(const std::string &name, const SourceLoc &at) const {
     const TensorDecl *t = s_.tensor(name);
-    if (!t) fail(at, "undefined tensor " + quoted(name));
+    if (!t) fail(at, "undefined tensor " + inQuotes(name));
     return *t;
   }
 
@@ -93,8 +93,8 @@ private:
     for (const auto &st : s_.statements) {
       checkName(st.name, st.at.name, "statement");
       if (s_.tensor(st.name) || params_.count(st.name))
-        fail(st.at.name, "statement " + quoted(st.name) + " has the name of a tensor or parameter");
-      if (!seen.emplace(st.name, &st).second) fail(st.at.name, "statement " + quoted(st.name) + " defined twice");
+        fail(st.at.name, "statement " + inQuotes(st.name) + " has the name of a tensor or parameter");
+      if (!seen.emplace(st.name, &st).second) fail(st.at.name, "statement " + inQuotes(st.name) + " defined twice");
     }
     if (s_.statements.empty()) fail(s_.at.statements, "no statements");
   }
@@ -110,18 +110,18 @@ private:
     std::string tensor = isl_map_get_tuple_name(m.get(), isl_dim_out);
     const TensorDecl &t = tensorNamed(tensor, at);
     if (!expectTensor.empty() && tensor != expectTensor)
-      fail(at, "access to " + quoted(tensor) + " where the body reads " + quoted(expectTensor));
+      fail(at, "access to " + inQuotes(tensor) + " where the body reads " + inQuotes(expectTensor));
     if (m.range_tuple_dim() != t.shape.size())
-      fail(at, "arity mismatch: tensor " + quoted(tensor) + " has " + std::to_string(t.shape.size()) +
+      fail(at, "arity mismatch: tensor " + inQuotes(tensor) + " has " + std::to_string(t.shape.size()) +
                    " dimensions but the access gives " + std::to_string(m.range_tuple_dim()));
     isl::map onDomain = m.intersect_domain(domain).intersect_params(paramContext_);
-    if (!onDomain.is_single_valued()) fail(at, "the access to " + quoted(tensor) + " is not a function of the instance");
+    if (!onDomain.is_single_valued()) fail(at, "the access to " + inQuotes(tensor) + " is not a function of the instance");
     if (!onDomain.domain().is_equal(domain.intersect_params(paramContext_)))
-      fail(at, "the access to " + quoted(tensor) + " is not defined at every instance of the domain");
+      fail(at, "the access to " + inQuotes(tensor) + " is not defined at every instance of the domain");
     // A read of a padded tensor may fall outside it: it yields the padding value.
     bool paddedRead = !expectTensor.empty() && t.padding;
     if (!paddedRead && !onDomain.range().is_subset(isl::set(ctx_, tensorBox(s_, t))))
-      fail(at, "access out of bounds: " + quoted(tensor) + " is read or written outside its shape [" + shapeText(t) + "]");
+      fail(at, "access out of bounds: " + inQuotes(tensor) + " is read or written outside its shape [" + shapeText(t) + "]");
   }
 
   static std::string shapeText(const TensorDecl &t) {
@@ -139,9 +139,9 @@ private:
     std::string got = name ? name : "";
     isl_size n = isl_space_dim(space, type);
     isl_space_free(space);
-    if (got != st.name) fail(at, "the " + what + " is over " + quoted(got) + ", not statement " + quoted(st.name));
+    if (got != st.name) fail(at, "the " + what + " is over " + inQuotes(got) + ", not statement " + inQuotes(st.name));
     if (n != (isl_size)domain.tuple_dim())
-      fail(at, "arity mismatch: the " + what + " takes " + std::to_string(n) + " dims, the domain of " + quoted(st.name) +
+      fail(at, "arity mismatch: the " + what + " takes " + std::to_string(n) + " dims, the domain of " + inQuotes(st.name) +
                    " has " + std::to_string(domain.tuple_dim()));
   }
 
@@ -151,23 +151,23 @@ private:
     checkParams(isl_set_get_space(domain.get()), st.at.domain);
     const char *name = isl_set_get_tuple_name(domain.get());
     if (!name || st.name != name)
-      fail(st.at.domain, "the domain names " + quoted(name ? name : "") + ", not statement " + quoted(st.name));
+      fail(st.at.domain, "the domain names " + inQuotes(name ? name : "") + ", not statement " + inQuotes(st.name));
     if (domain.tuple_dim() > kMaxRank) fail(st.at.domain, "more than " + std::to_string(kMaxRank) + " dims");
     if (isl_set_is_bounded(domain.get()) != isl_bool_true)
-      fail(st.at.domain, "unbounded domain: every dim of " + quoted(st.name) + " needs a lower and an upper bound");
+      fail(st.at.domain, "unbounded domain: every dim of " + inQuotes(st.name) + " needs a lower and an upper bound");
     if (domain.intersect_params(paramContext_).is_empty()) fail(st.at.domain, "empty domain");
     domains_.push_back(domain);
     if (st.dims.size() != domain.tuple_dim())
       fail(st.at.dims, "arity mismatch: 'dims' lists " + std::to_string(st.dims.size()) + " entries, the domain has " +
                            std::to_string(domain.tuple_dim()) + " dims");
     for (const auto &d : st.dims)
-      if (d != "parallel" && d != "reduced") fail(st.at.dims, "dims are 'parallel' or 'reduced', found " + quoted(d));
+      if (d != "parallel" && d != "reduced") fail(st.at.dims, "dims are 'parallel' or 'reduced', found " + inQuotes(d));
 
     // The recovery of the original iterators.
     std::set<std::string> iterators;
     for (const auto &it : st.iterators) {
       checkName(it, st.at.iterators, "iterator");
-      if (!iterators.insert(it).second) fail(st.at.iterators, "iterator " + quoted(it) + " listed twice");
+      if (!iterators.insert(it).second) fail(st.at.iterators, "iterator " + inQuotes(it) + " listed twice");
     }
     isl::multi_aff recovery(ctx_, st.recovery);
     checkParams(isl_multi_aff_get_space(recovery.get()), st.at.recovery);
@@ -179,7 +179,7 @@ private:
     // The accesses, and the body they belong to.
     checkAccess(st, domain, st.write, st.at.write);
     const TensorDecl &out = tensorNamed(isl::map(ctx_, st.write).range_tuple_id().name(), st.at.write);
-    if (out.role == Role::Input) fail(st.at.write, "statement " + quoted(st.name) + " writes input tensor " + quoted(out.name));
+    if (out.role == Role::Input) fail(st.at.write, "statement " + inQuotes(st.name) + " writes input tensor " + inQuotes(out.name));
     if (st.kind == StmtKind::Init) {
       if (!st.reads.empty()) fail(st.at.reads.front(), "an init statement reads nothing");
     } else {
@@ -198,13 +198,13 @@ private:
         const Access &a = *accesses[k];
         const TensorDecl &t = tensorNamed(a.tensor, st.at.body.shifted(a.offset));
         if (a.indices.size() != t.shape.size())
-          fail(st.at.body.shifted(a.offset), "arity mismatch: tensor " + quoted(a.tensor) + " has " +
+          fail(st.at.body.shifted(a.offset), "arity mismatch: tensor " + inQuotes(a.tensor) + " has " +
                                                  std::to_string(t.shape.size()) + " dimensions but is indexed with " +
                                                  std::to_string(a.indices.size()));
         for (size_t d = 0; d < a.indices.size(); ++d)
           for (const auto &[name, c] : a.subscripts[d].terms)
             if (!iterators.count(name) && !(st.form == Form::Affine && params_.count(name)))
-              fail(st.at.body.shifted(a.indexOffsets[d]), "undefined iterator " + quoted(name) + " (not in 'iterators')");
+              fail(st.at.body.shifted(a.indexOffsets[d]), "undefined iterator " + inQuotes(name) + " (not in 'iterators')");
         checkAccess(st, domain, st.reads[k], st.at.reads[k], a.tensor);
       }
     }
@@ -213,7 +213,7 @@ private:
 
   /// The original statement, which the sequential reference is printed from.
   void checkSource(const ScopStatement &st) const {
-    if (st.source.empty()) fail(st.at.name, "statement " + quoted(st.name) + " has no 'source'");
+    if (st.source.empty()) fail(st.at.name, "statement " + inQuotes(st.name) + " has no 'source'");
     Program p;
     p.name = s_.name;
     p.params = s_.params;
@@ -255,11 +255,11 @@ private:
       if (ep.stmt.assignOp != "=" || !affine)
         fail(st.at.epilogue, "an epilogue is an elementwise assignment ('=') fused into an affine statement");
       if (ep.stmt.lhs.tensor != written)
-        fail(st.at.epilogue, "the epilogue writes " + quoted(ep.stmt.lhs.tensor) + " but the statement writes " + quoted(written));
+        fail(st.at.epilogue, "the epilogue writes " + inQuotes(ep.stmt.lhs.tensor) + " but the statement writes " + inQuotes(written));
       return;
     }
     if (ps.stmt.lhs.tensor != written && !isRelayoutOf(written, ps.stmt.lhs.tensor) && !accumulator())
-      fail(st.at.source, "the source writes " + quoted(ps.stmt.lhs.tensor) + " but the statement writes " + quoted(written));
+      fail(st.at.source, "the source writes " + inQuotes(ps.stmt.lhs.tensor) + " but the statement writes " + inQuotes(written));
   }
 
   bool isRelayoutOf(const std::string &as, const std::string &tensor) const {
@@ -272,7 +272,7 @@ private:
   void checkForms() const {
     for (const auto &st : s_.statements)
       if ((st.form == Form::Affine) != (s_.statements.front().form == Form::Affine))
-        fail(st.at.name, "statement " + quoted(st.name) + ": form 'affine' and the Panamera forms do not mix in one program");
+        fail(st.at.name, "statement " + inQuotes(st.name) + ": form 'affine' and the Panamera forms do not mix in one program");
   }
 
   void checkInits() {
@@ -280,15 +280,15 @@ private:
     for (const auto &st : s_.statements) {
       if (st.kind != StmtKind::Init) continue;
       const ScopStatement *r = s_.statement(st.reduction);
-      if (!r) fail(st.at.initialises, "undefined statement " + quoted(st.reduction));
+      if (!r) fail(st.at.initialises, "undefined statement " + inQuotes(st.reduction));
       // On the affine path the reduction is an assignment into an accumulator, with its op.
       bool affineUpdate = r->form == Form::Affine && r->kind == StmtKind::Assign && r->op;
       if (r->kind != StmtKind::Reduce && !affineUpdate)
-        fail(st.at.initialises, "statement " + quoted(st.reduction) + " is not a reduction");
-      if (r->op != st.op) fail(st.at.initialises, "the init's 'op' is not that of " + quoted(st.reduction));
+        fail(st.at.initialises, "statement " + inQuotes(st.reduction) + " is not a reduction");
+      if (r->op != st.op) fail(st.at.initialises, "the init's 'op' is not that of " + inQuotes(st.reduction));
       if (isl::map(ctx_, r->write).range_tuple_id().name() != isl::map(ctx_, st.write).range_tuple_id().name())
-        fail(st.at.write, "the init writes another tensor than reduction " + quoted(st.reduction));
-      if (++inits[st.reduction] > 1) fail(st.at.initialises, "reduction " + quoted(st.reduction) + " initialised twice");
+        fail(st.at.write, "the init writes another tensor than reduction " + inQuotes(st.reduction));
+      if (++inits[st.reduction] > 1) fail(st.at.initialises, "reduction " + inQuotes(st.reduction) + " initialised twice");
     }
   }
 
@@ -301,13 +301,13 @@ private:
       for (size_t d = 0; d < sorted.size(); ++d)
         if (sorted[d] != (int)d) sorted.clear();
       if (r.order.size() != t.shape.size() || sorted.size() != t.shape.size())
-        fail(r.loc, "'order' must be a permutation of the " + std::to_string(t.shape.size()) + " dims of " + quoted(t.name));
+        fail(r.loc, "'order' must be a permutation of the " + std::to_string(t.shape.size()) + " dims of " + inQuotes(t.name));
       if (as.shape.size() != t.shape.size() || as.type != t.type)
-        fail(r.loc, "relayout " + quoted(r.as) + " must have the type and rank of " + quoted(r.tensor));
+        fail(r.loc, "relayout " + inQuotes(r.as) + " must have the type and rank of " + inQuotes(r.tensor));
       // A temporary re-laid out where it is written keeps its name and is declared permuted.
       for (size_t d = 0; d < r.order.size() && r.as != r.tensor; ++d)
         if (as.shape[d].str() != t.shape[r.order[d]].str())
-          fail(r.loc, "relayout " + quoted(r.as) + " must have the shape of " + quoted(r.tensor) + " permuted by 'order'");
+          fail(r.loc, "relayout " + inQuotes(r.as) + " must have the shape of " + inQuotes(r.tensor) + " permuted by 'order'");
     }
   }
 
@@ -318,10 +318,10 @@ private:
     std::string got = name ? name : "";
     isl_space_free(space);
     const ScopStatement *st = s_.statement(got);
-    if (!st) fail(at, "undefined statement " + quoted(got));
+    if (!st) fail(at, "undefined statement " + inQuotes(got));
     size_t k = st - s_.statements.data();
     if (n != (isl_size)domains_[k].tuple_dim())
-      fail(at, "arity mismatch: " + quoted(got) + " with " + std::to_string(n) + " dims, its domain has " +
+      fail(at, "arity mismatch: " + inQuotes(got) + " with " + std::to_string(n) + " dims, its domain has " +
                    std::to_string(domains_[k].tuple_dim()));
   }
 
@@ -361,8 +361,8 @@ private:
     for (size_t k = 0; k < s_.statements.size(); ++k) {
       isl::set mine = covered.extract_set(domains_[k].get_space());
       if (!mine.is_equal(domains_[k]))
-        fail(at, mine.is_empty() ? "the schedule misses statement " + quoted(s_.statements[k].name)
-                                 : "the schedule covers statement " + quoted(s_.statements[k].name) +
+        fail(at, mine.is_empty() ? "the schedule misses statement " + inQuotes(s_.statements[k].name)
+                                 : "the schedule covers statement " + inQuotes(s_.statements[k].name) +
                                        " over another domain than its 'domain'");
     }
     checkDependences(s_.flow, s_.at.flow);
@@ -381,14 +381,14 @@ private:
       if (name.rfind("kernel_", 0) == 0) {
         std::string digits = name.substr(7);
         if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
-          error = "bad kernel mark " + quoted(name) + " (expected kernel_<number>)";
-        else if (depth > 0) error = "kernel mark " + quoted(name) + " inside another kernel";
+          error = "bad kernel mark " + inQuotes(name) + " (expected kernel_<number>)";
+        else if (depth > 0) error = "kernel mark " + inQuotes(name) + " inside another kernel";
         else {
           kernels.push_back(std::stoi(digits));
           bandMembers.push_back(firstBandMembers(node));
         }
       } else if (name == "reduction" || name == "registers" || name == "shared" || name == "map_block" || isMappingMark(name)) {
-        if (depth == 0) error = "mark " + quoted(name) + " outside any kernel";
+        if (depth == 0) error = "mark " + inQuotes(name) + " outside any kernel";
         else if (name == "shared" && (!isAffine() || level_ < ScopLevel::Bound)) error = "mark \"shared\" outside an affine bound tree";
         else if (name == "map_block" && (!isAffine() || level_ < ScopLevel::Bound)) error = "mark \"map_block\" outside an affine bound tree";
         else if (name == "map_block" && !mapMarks_.insert(kernels.size() - 1).second)
@@ -397,7 +397,7 @@ private:
           error = "kernel_" + std::to_string(kernels.back()) + " has two \"shared\" marks";
         else if (name == "shared" && !sharedMarkFits(node)) error = "mark \"shared\" must sit between a band and a threads_ mark";
       } else {
-        error = "unknown mark " + quoted(name);
+        error = "unknown mark " + inQuotes(name);
       }
     });
     if (!error.empty()) fail(at, error);
@@ -497,19 +497,19 @@ private:
     std::map<std::string, std::string> kernelOf;
     for (const auto &k : s_.kernels) {
       checkName(k.name, k.at.name, "kernel");
-      if (!names.insert(k.name).second) fail(k.at.name, "kernel " + quoted(k.name) + " defined twice");
-      if (k.statements.empty()) fail(k.at.kernel, "kernel " + quoted(k.name) + " has no statements");
+      if (!names.insert(k.name).second) fail(k.at.name, "kernel " + inQuotes(k.name) + " defined twice");
+      if (k.statements.empty()) fail(k.at.kernel, "kernel " + inQuotes(k.name) + " has no statements");
       for (size_t i = 0; i < k.statements.size(); ++i) {
         const SourceLoc &at = i < k.at.statements.size() ? k.at.statements[i] : k.at.kernel;
-        if (!s_.statement(k.statements[i])) fail(at, "undefined statement " + quoted(k.statements[i]));
+        if (!s_.statement(k.statements[i])) fail(at, "undefined statement " + inQuotes(k.statements[i]));
         auto [it, fresh] = kernelOf.emplace(k.statements[i], k.name);
-        if (!fresh) fail(at, "statement " + quoted(k.statements[i]) + " is in kernels " + quoted(it->second) + " and " + quoted(k.name));
+        if (!fresh) fail(at, "statement " + inQuotes(k.statements[i]) + " is in kernels " + inQuotes(it->second) + " and " + inQuotes(k.name));
       }
       for (size_t i = 0; i < k.promoted.size(); ++i) {
         const SourceLoc &at = i < k.at.promoted.size() ? k.at.promoted[i] : k.at.kernel;
         const TensorDecl *t = s_.tensor(k.promoted[i]);
-        if (!t) fail(at, "undefined tensor " + quoted(k.promoted[i]));
-        if (t->role != Role::Temporary) fail(at, "only temporaries can be promoted; " + quoted(t->name) + " is an " + roleName(t->role));
+        if (!t) fail(at, "undefined tensor " + inQuotes(k.promoted[i]));
+        if (t->role != Role::Temporary) fail(at, "only temporaries can be promoted; " + inQuotes(t->name) + " is an " + roleName(t->role));
       }
       size_t index = (size_t)(&k - s_.kernels.data());
       if (mapMarks_.count(index)) {
@@ -517,40 +517,40 @@ private:
         for (size_t i = 0; i < k.shared.size(); ++i) {
           const SourceLoc &at = i < k.at.shared.size() ? k.at.shared[i] : k.at.kernel;
           const TensorDecl *t = s_.tensor(k.shared[i]);
-          if (!t) fail(at, "undefined tensor " + quoted(k.shared[i]));
-          if (t->role == Role::Output) fail(at, "a fused map kernel keeps temporaries and inputs in shared memory; " + quoted(t->name) + " is an output");
+          if (!t) fail(at, "undefined tensor " + inQuotes(k.shared[i]));
+          if (t->role == Role::Output) fail(at, "a fused map kernel keeps temporaries and inputs in shared memory; " + inQuotes(t->name) + " is an output");
         }
         continue;
       }
       bool marked = sharedMarks_.count(index) > 0;
       if (marked != !k.shared.empty())
-        fail(k.at.kernel, marked ? "kernel " + quoted(k.name) + " has a \"shared\" mark but stages no tensor ('shared')"
-                                 : "kernel " + quoted(k.name) + " stages tensors ('shared') but has no \"shared\" mark");
+        fail(k.at.kernel, marked ? "kernel " + inQuotes(k.name) + " has a \"shared\" mark but stages no tensor ('shared')"
+                                 : "kernel " + inQuotes(k.name) + " stages tensors ('shared') but has no \"shared\" mark");
       std::set<std::string> staged;
       for (size_t i = 0; i < k.shared.size(); ++i) {
         const SourceLoc &at = i < k.at.shared.size() ? k.at.shared[i] : k.at.kernel;
         const TensorDecl *t = s_.tensor(k.shared[i]);
-        if (!t) fail(at, "undefined tensor " + quoted(k.shared[i]));
+        if (!t) fail(at, "undefined tensor " + inQuotes(k.shared[i]));
         if (t->shape.empty()) fail(at, "a scalar cannot be staged in shared memory");
-        if (!staged.insert(t->name).second) fail(at, "tensor " + quoted(t->name) + " staged twice");
+        if (!staged.insert(t->name).second) fail(at, "tensor " + inQuotes(t->name) + " staged twice");
         bool read = false;
         for (const auto &name : k.statements) {
           const ScopStatement *st = s_.statement(name);
           if (isl::map(islCtx(), st->write).range_tuple_id().name() == t->name)
-            fail(at, "tensor " + quoted(t->name) + " is written in kernel " + quoted(k.name) + "; only what it reads can be staged");
+            fail(at, "tensor " + inQuotes(t->name) + " is written in kernel " + inQuotes(k.name) + "; only what it reads can be staged");
           for (const auto &r : st->reads) read |= isl::map(islCtx(), r).range_tuple_id().name() == t->name;
         }
-        if (!read) fail(at, "kernel " + quoted(k.name) + " does not read tensor " + quoted(t->name));
+        if (!read) fail(at, "kernel " + inQuotes(k.name) + " does not read tensor " + inQuotes(t->name));
       }
       for (const auto &[name, order] : k.sharedLayout) {
         const SourceLoc &at = k.at.sharedLayout.count(name) ? k.at.sharedLayout.at(name) : k.at.kernel;
-        if (!staged.count(name)) fail(at, "'shared_layout' of " + quoted(name) + ", which kernel " + quoted(k.name) + " does not stage");
+        if (!staged.count(name)) fail(at, "'shared_layout' of " + inQuotes(name) + ", which kernel " + inQuotes(k.name) + " does not stage");
         std::vector<int> sorted = order;
         std::sort(sorted.begin(), sorted.end());
         bool permutation = sorted.size() == s_.tensor(name)->shape.size();
         for (size_t d = 0; permutation && d < sorted.size(); ++d) permutation = sorted[d] == (int)d;
         if (!permutation)
-          fail(at, "'shared_layout' of " + quoted(name) + " must list each of its " + std::to_string(s_.tensor(name)->shape.size()) +
+          fail(at, "'shared_layout' of " + inQuotes(name) + " must list each of its " + std::to_string(s_.tensor(name)->shape.size()) +
                        " dims once");
       }
       for (int a = 0; a < 3; ++a) checkGrid(k.grid[a], a, k.at.grid);
@@ -558,14 +558,14 @@ private:
         if (axis != "none" && axis != "x" && axis != "y") fail(k.at.kernel, "reduction axes are none, x or y");
     }
     for (const auto &st : s_.statements)
-      if (!kernelOf.count(st.name)) fail(s_.at.kernels, "statement " + quoted(st.name) + " is in no kernel");
+      if (!kernelOf.count(st.name)) fail(s_.at.kernels, "statement " + inQuotes(st.name) + " is in no kernel");
   }
 
   /// A grid extent is printed into the launcher: a positive number, or an arithmetic expression
   /// of the parameters (`((P + 255) / 256)`).
   void checkGrid(const std::string &g, int axis, const SourceLoc &at) const {
     const long long limit = axis == 0 ? (1LL << 31) - 1 : 65535;
-    std::string bad = "grid extent " + quoted(g) + " must be a number from 1 to " + std::to_string(limit) +
+    std::string bad = "grid extent " + inQuotes(g) + " must be a number from 1 to " + std::to_string(limit) +
                       " or an expression of the parameters with + - * / ( )";
     if (g.empty() || g.size() > 200) fail(at, bad);
     if (g.find_first_not_of("0123456789") == std::string::npos) {
@@ -587,7 +587,7 @@ private:
         while (j < g.size() && (std::isalnum((unsigned char)g[j]) || g[j] == '_')) ++j;
         std::string word = g.substr(i, j - i);
         bool number = word.find_first_not_of("0123456789") == std::string::npos;
-        if (!number && !params_.count(word)) fail(at, "undefined parameter " + quoted(word) + " in grid extent");
+        if (!number && !params_.count(word)) fail(at, "undefined parameter " + inQuotes(word) + " in grid extent");
         if (afterOperand || (number && word.size() > 10)) fail(at, bad);
         afterOperand = true;
         i = j;

@@ -1,6 +1,7 @@
 // polyk-tune's space (Tune.h): derivation from a program's default schedule, the space/1 file,
 // and ATF's generation (one tree per group of linked parameters).
 #include "polyk/Tune.h"
+#include "polyk/IntMath.h"
 #include "polyk/TuneModel.h"
 
 #include "polyk/Bind.h"
@@ -175,11 +176,6 @@ long long TuneExpr::at(int n, const std::vector<long long> &values, bool &ok) co
 
 namespace {
 
-long long pow2Ceil(long long a) {
-  long long p = 1;
-  while (p < a) p *= 2;
-  return p;
-}
 
 /// Powers of 2 from 1 to `max`, and `extra` (a default that is not one).
 std::vector<long long> powers(long long max, long long extra) {
