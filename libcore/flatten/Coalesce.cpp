@@ -87,8 +87,42 @@ std::string interleaving(const ProgramStatement &ps) {
 constexpr long long kColumnRunBytes = 32;
 constexpr long long kRelayoutMinElements = 1LL << 22;
 
-bool batchedColumns(const ProgramStatement &ps, const Program &p) {
+/// A "prp" reduction x[A, B, C] over b whose run C is 2 or 3 elements, with A at least
+/// kStridedRowsMin and B at least kStridedRowsMinReduced (constants): the interleaved x-reduce
+/// reads x in place, at every size. Its (a, c) rows each read every C-th element, and the rows of
+/// one a, adjacent, are read at once, so L1 / L2 serve each sector's other elements; the batched
+/// columns read runs of C elements a stride of B * C apart (H200, bench/results/
+/// 2026-11-29-h200-strided-rows.txt: sum f32 [8000, 4000, 2] 183 -> 85 us, and f16 [55237, 952,
+/// 2] 369 -> 130; runs of 4 or more, A of 2 or 3, and B of 218 lost: [4000, 4000, 4] 109 -> 139
+/// us, [2, 2097153, 2] 17 -> 21, sum f16 [98465, 218, 3] 73 -> 94). The thresholds lie between
+/// the cases measured (B: 218 lost, 952 won), not at a measured crossing.
+constexpr long long kStridedRowsMaxRun = 3;
+constexpr long long kStridedRowsMin = 1024;
+constexpr long long kStridedRowsMinReduced = 512;
+
+bool stridedRows(const ProgramStatement &ps) {
   if (interleaving(ps) != "prp") return false;
+  size_t n = ps.iterators.size(), firstReduced = n, lastReduced = n;
+  auto unit = [&](size_t k) { return ps.extents[k].param.empty() && ps.extents[k].value == 1; };
+  for (size_t k = 0; k < n; ++k)
+    if (ps.reduced[k] && !unit(k)) {
+      if (firstReduced == n) firstReduced = k;
+      lastReduced = k;
+    }
+  if (firstReduced == n) return false;
+  long long rows = 1, run = 1, reduced = 1;
+  for (size_t k = 0; k < n; ++k) {
+    if (!ps.extents[k].param.empty()) return false;
+    long long e = ps.extents[k].value;
+    if (ps.reduced[k]) reduced *= e;
+    else if (k < firstReduced) rows *= e;
+    else if (k > lastReduced) run *= e;
+  }
+  return run >= 2 && run <= kStridedRowsMaxRun && rows >= kStridedRowsMin && reduced >= kStridedRowsMinReduced;
+}
+
+bool batchedColumns(const ProgramStatement &ps, const Program &p) {
+  if (interleaving(ps) != "prp" || stridedRows(ps)) return false;
   size_t n = ps.iterators.size(), lastReduced = n;
   auto unit = [&](size_t k) { return ps.extents[k].param.empty() && ps.extents[k].value == 1; };
   long long elements = 1;
@@ -421,8 +455,8 @@ struct Builder {
 } // namespace
 
 /// Panamera §3.1: interchanging interleaved dims must not cost memory coalescing. For each
-/// reduction whose parallel and reduced dims interleave (but for "prp" ones, batchedColumns,
-/// and copies, unitDimReduction), the tensors it (and its elementwise producers) read are re-laid
+/// reduction whose parallel and reduced dims interleave (but for "prp" ones, batchedColumns and
+/// stridedRows, and copies, unitDimReduction), the tensors it (and its elementwise producers) read are re-laid
 /// out in the interchanged loop order: a temporary's layout is permuted where it is written; an
 /// input is copied into a transposed temporary by a statement added first. The loops then scan every tensor contiguously and need no interchange.
 /// Reductions over fewer elements keep their interleaved reads (no relayout).
@@ -438,7 +472,7 @@ public:
       if (ps.stmt.assignOp == "=") continue;
       std::string pattern = interleaving(ps);
       if (pattern.size() <= 2) continue; // contiguous: all, x or y
-      if (batchedColumns(ps, p_) || unitDimReduction(ps, p_)) continue; // read as they lie
+      if (batchedColumns(ps, p_) || stridedRows(ps) || unitDimReduction(ps, p_)) continue; // read as they lie
       // A small reduction reads its strided elements from L2 faster than a transposition kernel
       // costs to launch (H100: [40, 20, 10, 5] over dims 0, 2, 3 took 15 us with it, 8 without).
       long long elements = 1;
