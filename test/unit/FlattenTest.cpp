@@ -90,11 +90,17 @@ TEST(Flatten, ParallelReducedParallelReadsColumnsAsTheyLie) {
   EXPECT_EQ(r.dims, (std::vector<std::string>{"reduced", "parallel"}));
   EXPECT_TRUE(sameSet(r.domain, "{ S0[i, j] : 0 <= i <= 1248717 and 0 <= j <= 103 }"));
   EXPECT_TRUE(sameMap(r.reads[0], "{ S0[i, j] -> x[floor(j/52), i, j mod 52] }"));
-  // From 2^22 elements, runs shorter than a sector too: [8000, 4000, 2] f32.
-  Scop shortRuns = flattenText("  x: {type: f32, shape: [8000, 4000, 2], role: input}\n  r: {type: f32, shape: [8000, 2], role: output}\n",
+  // From 2^22 elements, runs shorter than a sector too where the rows a are few: [2, 2097153, 2].
+  Scop shortRuns = flattenText("  x: {type: f32, shape: [2, 2097153, 2], role: input}\n  r: {type: f32, shape: [2, 2], role: output}\n",
                                "  - r(a, c) +=! x(a, b, c)\n");
   EXPECT_TRUE(shortRuns.relayouts.empty());
   EXPECT_EQ(stmt(shortRuns, "S0").form, Form::YReduce);
+  // Runs of 2-3 elements with >= 1024 rows a and >= 512 reduced b: the interleaved x-reduce in
+  // place (stridedRows), [8000, 4000, 2] f32.
+  Scop strided = flattenText("  x: {type: f32, shape: [8000, 4000, 2], role: input}\n  r: {type: f32, shape: [8000, 2], role: output}\n",
+                             "  - r(a, c) +=! x(a, b, c)\n");
+  EXPECT_TRUE(strided.relayouts.empty());
+  EXPECT_EQ(stmt(strided, "S0").form, Form::XReduce);
   // Smaller ones take columns where a run fills a 32-byte sector (8 f32), and otherwise keep the
   // interleaved x-reduce that reads x in place.
   Scop small = flattenText("  x: {type: f32, shape: [8, 1000, 8], role: input}\n  r: {type: f32, shape: [8, 8], role: output}\n",
