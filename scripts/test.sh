@@ -2,7 +2,7 @@
 # The whole test suite: build (installing dependencies if needed), then the tests through ctest;
 # then the same stages built with clang under ASan + UBSan, with one libFuzzer target per reader
 # (build-san/, cmake/Sanitizers.cmake), and the tests of hostile and edited inputs run under them:
-# unit, lit, the random edits, and every reader's seeds plus 20 s of fuzzing and its regression
+# unit, lit, the random edits, and every reader's seeds plus 10 s of fuzzing and its regression
 # inputs. The sweeps over every example (label `sweep`: e2e/c, the float specials, the tuning log's
 # resume, the CPU matrix, the schemas, the random affine programs and tuning configurations) check
 # what the stages compute on valid inputs and run in the release build only; the nvcc compiles
