@@ -253,7 +253,8 @@ def main():
         comp = float("nan")
         if use_compile and "compile" in peer:
             try:
-                cf = fn.compiled() if hasattr(fn, "compiled") else torch.compile(fn)
+                torch._dynamo.reset()  # a fresh compile per case (no shapes made symbolic by earlier cases)
+                cf = fn.compiled() if hasattr(fn, "compiled") else torch.compile(fn, dynamic=False)
                 cf(*args)
                 comp = do_bench(lambda: cf(*args), return_mode="median") * 1000
             except Exception as e:  # noqa: BLE001 - a peer that fails to compile is reported, not fatal

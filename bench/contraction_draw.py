@@ -111,7 +111,8 @@ def peers(d, run):
         view = lambda: torch.einsum(spec, ta, tb)
         eager = do_bench(f, return_mode="median") * 1000
         view_us = do_bench(view, return_mode="median") * 1000
-        cf = torch.compile(lambda x, y: torch.einsum(spec, x, y).contiguous())
+        torch._dynamo.reset()  # a static compile per draw (one lambda, new shapes: dynamo would make them symbolic)
+        cf = torch.compile(lambda x, y: torch.einsum(spec, x, y).contiguous(), dynamic=False)
         cf(ta, tb)
         comp = do_bench(lambda: cf(ta, tb), return_mode="median") * 1000
         best = min(eager, comp)
