@@ -106,6 +106,20 @@ long long columnThreads(long long P, long long V, int bytes) {
   return warp;
 }
 
+/// Batched columns of short runs (defaultSizes): runs (BandShape::run) of kShortRunMin to
+/// kShortRunMax columns, at least kShortRunMinRuns of them (fewer fit in the warp-wide column
+/// tiles: [2, 2097153, 2]) and kShortRunMinRows rows (sum f16 [98465, 218, 3] lost, 72.5 -> 93.7
+/// us, 7 rows a thread; [6729, 1145, 7] won: the threshold lies between), fixed extents.
+constexpr long long kShortRunMin = 2, kShortRunMax = 8, kShortRunMinRuns = 32, kShortRunMinRows = 512;
+bool shortRun(const BandShape &b) {
+  if (b.run < kShortRunMin || b.run > kShortRunMax || b.contiguous < 0) return false;
+  for (size_t m = 0; m < b.extent.size(); ++m) {
+    if (b.symbolic[m]) return false;
+    if (b.reduced[m] && b.extent[m] < kShortRunMinRows) return false;
+  }
+  return b.extent[b.contiguous] >= kShortRunMinRuns * b.run;
+}
+
 /// Narrow whole-column blocks of a y-reduce (defaultSizes): kNarrowColumns columns a block, one
 /// element each (8 f32 are one 32-byte sector a row), kNarrowRows threads over the reduced dim.
 constexpr long long kNarrowColumns = 8, kNarrowRows = 64;
@@ -170,6 +184,13 @@ int vectorWidth(const BandShape &shape) {
   if (!reduction && shape.extent.size() < 2 &&
       (narrowest < 4 || shape.initOnly || ceilDiv(shape.extent[0], 256LL * (16 / narrowest)) < 2 * kSMs))
     return 1;
+  if (columns && shortRun(shape)) {
+    // Short runs (defaultSizes): 4- and 8-byte elements one a thread; narrower ones the largest
+    // power of 2 dividing the run, of at most 8 bytes.
+    int w = 1;
+    while (narrowest < 4 && shape.run % (2 * w) == 0 && 2 * w * narrowest <= 8) w *= 2;
+    return w;
+  }
   int v = 16 / narrowest;
   // 1-byte columns: at most 4 a thread. Twice the threads over the same columns, each doing half
   // the per-byte work (bool [1024, 131072] over dim 0: vector[8], 512 blocks, 45% achieved
@@ -234,6 +255,37 @@ bool boundIsConstant(const isl::set &points, unsigned m, bool upper) {
   return cst;
 }
 
+/// BandShape::run of y-reduce `st`, whose column dim `column` has P columns: the elements of the
+/// trailing subscripts that no reduced dim moves (x[floor(j / C), i, j mod C]: C), where each read
+/// has some and they are fewer than P; 0 otherwise.
+long long columnRun(const Scop &scop, const ScopStatement &st, int column, long long P) {
+  if (column < 0) return 0;
+  long long run = P;
+  for (const auto &r : st.reads) {
+    isl::map read(islCtx(), r);
+    const TensorDecl *t = scop.tensor(read.range_tuple_id().name());
+    if (!t) return 0;
+    isl_pw_multi_aff *at = isl_pw_multi_aff_from_map(read.release());
+    int n = (int)isl_pw_multi_aff_dim(at, isl_dim_out), last = -1, lastColumn = -1;
+    for (int k = 0; k < n; ++k) {
+      isl_pw_aff *sub = isl_pw_multi_aff_get_pw_aff(at, k);
+      for (size_t d = 0; d < st.dims.size(); ++d)
+        if (st.dims[d] == "reduced" && isl_pw_aff_involves_dims(sub, isl_dim_in, (unsigned)d, 1) == isl_bool_true) last = k;
+      if (isl_pw_aff_involves_dims(sub, isl_dim_in, (unsigned)column, 1) == isl_bool_true) lastColumn = k;
+      isl_pw_aff_free(sub);
+    }
+    isl_pw_multi_aff_free(at);
+    if (last < 0 || lastColumn <= last || (int)t->shape.size() != n) return 0;
+    long long c = 1;
+    for (int k = last + 1; k < n; ++k) {
+      if (!t->shape[k].param.empty()) return 0;
+      c *= t->shape[k].value;
+    }
+    run = std::min(run, c);
+  }
+  return run < P ? run : 0;
+}
+
 BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape;
   isl::union_set dom = nodeDomain(band);
@@ -259,6 +311,8 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
       // Coalesced dims are in layout order: the last one is the contiguous one.
       if (dimOf[m] == (int)st.dims.size() - 1) shape.contiguous = (int)m;
     }
+    if (st.form == Form::YReduce && shape.contiguous >= 0)
+      shape.run = columnRun(scop, st, dimOf[shape.contiguous], shape.extent[shape.contiguous]);
     return shape;
   }
   shape.contiguous = (int)band.n_member() - 1;
@@ -422,6 +476,27 @@ KernelSizes defaultSizes(const BandShape &b) {
       s.block[red] = 1;
       s.tile[par] = threads * V;
       s.tile[red] = R;
+      return s;
+    }
+    if (shortRun(b)) {
+      // Batched columns of short runs (x[A, B, C] over b, C of 2 to 8): a block takes whole runs,
+      // k of them (at least 16 bytes a row), its threads C / V across each run and the rest along
+      // the rows, so a warp reads consecutive addresses; all of R in one block where the runs'
+      // blocks alone give 8 an SM, else about 3200 blocks. The warp-wide columns it replaces read
+      // 32 / C runs of as many tensors' rows a load. H200, one call with the peers
+      // (bench/results/2026-11-29-h200-short-runs.txt): 20 cases (12 drawn) 1.56x the warp-wide
+      // columns, 0.77 -> 1.20 of the best peer; sum f32 [4000, 4000, 4] 108.9 -> 74.5 us, bf16
+      // 99.9 -> 41.1 (2 runs a block of 2 x 128 threads with vectors of 4), [100, 100000, 6]
+      // 157.7 -> 75.3 (32 blocks a run).
+      long long k = std::max<long long>(1, 16 / (b.run * b.elementBytes));
+      long long across = k * b.run / V;
+      long long along = std::min(std::max<long long>(16, 256 / across / 16 * 16), pow2Ceil(R));
+      long long runBlocks = ceilDiv(P, k * b.run);
+      long long rowBlocks = runBlocks >= 8 * kSMs ? 1 : std::min(ceilDiv(24 * kSMs, runBlocks), ceilDiv(R, along * 16));
+      s.block[par] = across;
+      s.block[red] = along;
+      s.tile[par] = k * b.run;
+      s.tile[red] = roundUp(ceilDiv(R, rowBlocks), along);
       return s;
     }
     // Wide columns with vectors: 2 blocks per SM fill the machine (more bytes in flight per

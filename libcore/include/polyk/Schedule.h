@@ -59,6 +59,10 @@ struct BandShape {
   int elementBytes = 4;
   /// Whether every statement of the band is a reduction's initialisation (they read nothing).
   bool initOnly = false;
+  /// A y-reduce whose columns are read as they lie (flatten's batched columns: x[a, b, c] over
+  /// b, columns (a, c)): the columns of one contiguous run (the extent of c), where the runs are
+  /// fewer than the columns; 0 otherwise.
+  long long run = 0;
 };
 
 /// Every statement's writes and reads, restricted to its domain (flow analysis needs bounded
