@@ -120,6 +120,9 @@ bool shortRun(const BandShape &b) {
   return b.extent[b.contiguous] >= kShortRunMinRuns * b.run;
 }
 
+/// Vectors a thread at least on a short row (defaultSizes: x-reduces of under 2048 elements).
+constexpr long long kShortRowVectors = 4;
+
 /// Narrow whole-column blocks of a y-reduce (defaultSizes): kNarrowColumns columns a block, one
 /// element each (8 f32 are one 32-byte sector a row), kNarrowRows threads over the reduced dim.
 constexpr long long kNarrowColumns = 8, kNarrowRows = 64;
@@ -438,7 +441,19 @@ KernelSizes defaultSizes(const BandShape &b) {
     long long V = red == b.contiguous ? b.vector : 1;
     // Long rows: 512 threads a row, or 256 where the rows outnumber the 4 blocks of 512 an SM
     // holds, so one wave of 8 per SM covers them (768 rows of 21128: 1.45 waves of 512).
-    long long bx = R < 2048 ? std::min<long long>(32, pow2Ceil(ceilDiv(R, V))) : P > 4 * kSMs ? 256 : 512;
+    // Short rows of narrow vectors (under 8 bytes) or of one warp's pass: at least
+    // kShortRowVectors vectors a thread (a power of 2 of threads a row, at most a warp), more rows
+    // a block. A warp a row left most lanes idle and moved a few bytes a load: H200, one call with
+    // the peers (bench/results/2026-11-29-h200-short-rows.txt), or bool [361197, 86] over dim 1
+    // (43 vectors of 2) 57.4 -> 24.1 us, prod bf16 [234195, 51] 35.5 -> 16.8, prod bf16 rows of
+    // 206 332.9 -> 194.6, prod i32 [8099829, 25] 724.5 -> 239.2. Rows of 8- and 16-byte vectors
+    // over one pass keep a warp: min i32 [28904, 10, 114] over dim 2 (57 vectors of 8 bytes) lost,
+    // 55.6 -> 72.6 us.
+    long long vectors = ceilDiv(R, V);
+    bool shortRow = R < 2048 && (V * b.elementBytes < 8 || vectors <= 32);
+    long long bx = R >= 2048 ? (P > 4 * kSMs ? 256 : 512)
+                   : shortRow ? std::min<long long>(32, pow2Ceil(ceilDiv(vectors, kShortRowVectors) + 1) / 2)
+                              : std::min<long long>(32, pow2Ceil(vectors));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
     if (R < 2048 && P < kSMs) {
