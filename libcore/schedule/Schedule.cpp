@@ -449,11 +449,12 @@ KernelSizes defaultSizes(const BandShape &b) {
     // 206 332.9 -> 194.6, prod i32 [8099829, 25] 724.5 -> 239.2. Rows of 8- and 16-byte vectors
     // over one pass keep a warp: min i32 [28904, 10, 114] over dim 2 (57 vectors of 8 bytes) lost,
     // 55.6 -> 72.6 us.
-    long long vectors = ceilDiv(R, V);
-    bool shortRow = R < 2048 && (V * b.elementBytes < 8 || vectors <= 32);
-    long long bx = R >= 2048 ? (P > 4 * kSMs ? 256 : 512)
-                   : shortRow ? std::min<long long>(32, pow2Ceil(ceilDiv(vectors, kShortRowVectors) + 1) / 2)
-                              : std::min<long long>(32, pow2Ceil(vectors));
+    // 16-byte vectors need 4 threads a row at least: min f16 [1297320, 88] over dim 1 (11
+    // vectors) lost with 2, 84.4 -> 119.9 us; and bool [1048576, 512] (32 vectors, 8 threads) won.
+    long long vectors = ceilDiv(R, V), bytes = V * b.elementBytes;
+    long long fewer = std::min<long long>(32, pow2Ceil(ceilDiv(vectors, kShortRowVectors) + 1) / 2);
+    bool shortRow = R < 2048 && (bytes < 8 || (vectors <= 32 && (bytes < 16 || fewer >= 4)));
+    long long bx = R >= 2048 ? (P > 4 * kSMs ? 256 : 512) : shortRow ? fewer : std::min<long long>(32, pow2Ceil(vectors));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
     if (R < 2048 && P < kSMs) {
