@@ -109,16 +109,10 @@ std::vector<isl::pw_multi_aff> operands(const ScopStatement &update, size_t par)
   return out;
 }
 
-unsigned outputs(const isl::pw_multi_aff &read) { return (unsigned)isl_pw_multi_aff_dim(read.get(), isl_dim_out); }
-
-bool moves(const isl::pw_multi_aff &read, unsigned sub, size_t dim) {
-  return isl_pw_aff_involves_dims(read.get_at((int)sub).get(), isl_dim_in, (unsigned)dim, 1) == isl_bool_true;
-}
-
 /// Whether some subscript of `read` moves with statement dim `dim`.
 bool movesAny(const isl::pw_multi_aff &read, size_t dim) {
-  for (unsigned sub = 0; sub < outputs(read); ++sub)
-    if (moves(read, sub, dim)) return true;
+  for (unsigned sub = 0; sub < subscriptCount(read); ++sub)
+    if (subscriptMoves(read, sub, dim)) return true;
   return false;
 }
 
@@ -131,7 +125,7 @@ long long parallelStride(const ScopStatement &update, size_t par) {
   } piece{par};
   for (const auto &text : update.reads) {
     isl::pw_multi_aff r = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), text).release()));
-    for (unsigned sub = 0; sub < outputs(r); ++sub)
+    for (unsigned sub = 0; sub < subscriptCount(r); ++sub)
       isl_pw_aff_foreach_piece(
           r.get_at((int)sub).get(),
           [](isl_set *set, isl_aff *aff, void *user) -> isl_stat {
@@ -176,10 +170,10 @@ ConvRoles convRoles(const Scop &scop, const ScopStatement &update, size_t par) {
   const size_t dims = update.dims.size();
   std::vector<size_t> spatial, channels;
   std::vector<bool> window(dims, false);
-  for (unsigned sub = 0; sub < outputs(in); ++sub) {
+  for (unsigned sub = 0; sub < subscriptCount(in); ++sub) {
     std::vector<size_t> p, r;
     for (size_t d = 0; d < dims; ++d)
-      if (moves(in, sub, d)) (d < par ? p : r).push_back(d);
+      if (subscriptMoves(in, sub, d)) (d < par ? p : r).push_back(d);
     if (p.size() == 1 && !r.empty()) {
       spatial.push_back(p[0]);
       for (size_t d : r) window[d] = true;
@@ -218,8 +212,8 @@ std::vector<size_t> bandOrder(const ScopStatement &update, size_t par) {
       if (!movesAny(reads[r], p)) continue;
       some = true;
       shared |= movesAny(reads[r], x);
-      unsigned n = outputs(reads[r]);
-      row |= n > 0 && moves(reads[r], n - 1, p);
+      unsigned n = subscriptCount(reads[r]);
+      row |= n > 0 && subscriptMoves(reads[r], n - 1, p);
     }
     if (!some || shared) continue;
     if (y == par || row || !yRow) y = p, yRow = row;
@@ -231,7 +225,7 @@ std::vector<size_t> bandOrder(const ScopStatement &update, size_t par) {
   for (size_t i = par - 2; i-- > 0;) {
     size_t p = order[i];
     bool row = false;
-    for (const auto &r : reads) row |= outputs(r) > 0 && moves(r, outputs(r) - 1, p);
+    for (const auto &r : reads) row |= subscriptCount(r) > 0 && subscriptMoves(r, subscriptCount(r) - 1, p);
     if (!row) continue;
     order.erase(order.begin() + (long)i);
     order.insert(order.end() - 2, p);
@@ -249,10 +243,10 @@ std::vector<size_t> bandOrder(const ScopStatement &update, size_t par) {
 bool yRunsPay(const ScopStatement &update, size_t par, size_t y, size_t x) {
   bool some = false;
   for (const auto &r : operands(update, par)) {
-    unsigned n = outputs(r);
+    unsigned n = subscriptCount(r);
     bool movesY = false, movesX = false, reducedLast = false;
-    for (unsigned d = 0; d < n; ++d) movesY |= moves(r, d, y), movesX |= moves(r, d, x);
-    for (size_t dim = par; n > 0 && dim < update.dims.size(); ++dim) reducedLast |= moves(r, n - 1, dim);
+    for (unsigned d = 0; d < n; ++d) movesY |= subscriptMoves(r, d, y), movesX |= subscriptMoves(r, d, x);
+    for (size_t dim = par; n > 0 && dim < update.dims.size(); ++dim) reducedLast |= subscriptMoves(r, n - 1, dim);
     if (!movesY || movesX) continue;
     if (!reducedLast) return false;
     some = true;
@@ -648,17 +642,17 @@ std::vector<long long> reducedTiles(const Scop &scop, const ScopStatement &updat
   std::vector<isl::pw_multi_aff> reads = operands(update, par);
   bool other = false;
   for (const auto &r : reads) {
-    unsigned last = outputs(r) - 1;
+    unsigned last = subscriptCount(r) - 1;
     for (size_t d = par; d + 1 < n; ++d)
-      if (outputs(r) > 0 && moves(r, last, d)) reduce[d - par] = std::min<long long>(8, extent[d]), other = true;
+      if (subscriptCount(r) > 0 && subscriptMoves(r, last, d)) reduce[d - par] = std::min<long long>(8, extent[d]), other = true;
   }
   std::map<std::string, long long> elements;
   for (const auto &r : reads) {
     long long e = 1;
-    for (unsigned sub = 0; sub < outputs(r); ++sub) {
+    for (unsigned sub = 0; sub < subscriptCount(r); ++sub) {
       long long along = 1;
       for (size_t d = 0; d + 1 < n; ++d)
-        if (moves(r, sub, d)) along = std::max(along, d < par ? tile[d] : reduce[d - par]);
+        if (subscriptMoves(r, sub, d)) along = std::max(along, d < par ? tile[d] : reduce[d - par]);
       e *= along;
     }
     isl_id *id = isl_pw_multi_aff_get_tuple_id(r.get(), isl_dim_out);
@@ -737,8 +731,8 @@ bool smallContractionTiles(const Scop &scop, const ScopStatement &update, size_t
   // waste: the share of a tile's points past the extent
   auto waste = [&](long long ext, long long t) { return double((ext + t - 1) / t * t) / double(ext); };
   auto innermostOf = [&](int f, size_t m) {
-    unsigned last = outputs(reads[f]) - 1;
-    return moves(reads[f], last, order[m]);
+    unsigned last = subscriptCount(reads[f]) - 1;
+    return subscriptMoves(reads[f], last, order[m]);
   };
   KernelSizes s = sz;
   std::fill(s.tile.begin(), s.tile.end(), 1);
@@ -764,9 +758,9 @@ bool smallContractionTiles(const Scop &scop, const ScopStatement &update, size_t
   // Threads: the output's dims from the innermost, by the write's subscripts.
   isl::pw_multi_aff write = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), update.write).release()));
   std::vector<size_t> outward; // members in the output's order, innermost first
-  for (unsigned sub = outputs(write); sub-- > 0;)
+  for (unsigned sub = subscriptCount(write); sub-- > 0;)
     for (size_t m = 0; m < par; ++m)
-      if (moves(write, sub, order[m]) && std::find(outward.begin(), outward.end(), m) == outward.end()) outward.push_back(m);
+      if (subscriptMoves(write, sub, order[m]) && std::find(outward.begin(), outward.end(), m) == outward.end()) outward.push_back(m);
   long long left = 256 / extent[x];
   auto footprint = [&](int f) {
     long long e = 1;
@@ -847,7 +841,7 @@ bool batchedMma(const ScopStatement &update, size_t par, const std::vector<size_
     bool with = false, without = false;
     for (const auto &r : reads) {
       bool any = false;
-      for (unsigned d = 0; d < outputs(r); ++d) any |= moves(r, d, order[m]);
+      for (unsigned d = 0; d < subscriptCount(r); ++d) any |= subscriptMoves(r, d, order[m]);
       (any ? with : without) = true;
     }
     return with && without;
@@ -883,11 +877,11 @@ bool windowReduction(const ScopStatement &update, size_t par) {
   std::vector<bool> window(n - par, false);
   for (const auto &text : update.reads) {
     isl::pw_multi_aff r = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), text).release()));
-    for (unsigned sub = 0; sub < outputs(r); ++sub) {
+    for (unsigned sub = 0; sub < subscriptCount(r); ++sub) {
       bool parallel = false;
-      for (size_t d = 0; d < par; ++d) parallel = parallel || moves(r, sub, d);
+      for (size_t d = 0; d < par; ++d) parallel = parallel || subscriptMoves(r, sub, d);
       for (size_t d = par; d < n && parallel; ++d)
-        if (moves(r, sub, d)) window[d - par] = true;
+        if (subscriptMoves(r, sub, d)) window[d - par] = true;
     }
   }
   return std::count(window.begin(), window.end(), false) == 0;

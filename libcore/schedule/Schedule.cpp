@@ -267,18 +267,14 @@ long long columnRun(const Scop &scop, const ScopStatement &st, int column, long 
   for (const auto &r : st.reads) {
     isl::map read(islCtx(), r);
     const TensorDecl *t = scop.tensor(read.range_tuple_id().name());
-    if (!t) return 0;
-    isl_pw_multi_aff *at = isl_pw_multi_aff_from_map(read.release());
-    int n = (int)isl_pw_multi_aff_dim(at, isl_dim_out), last = -1, lastColumn = -1;
+    isl::pw_multi_aff at = isl::manage(isl_pw_multi_aff_from_map(read.release()));
+    int n = (int)subscriptCount(at), last = -1, lastColumn = -1;
     for (int k = 0; k < n; ++k) {
-      isl_pw_aff *sub = isl_pw_multi_aff_get_pw_aff(at, k);
       for (size_t d = 0; d < st.dims.size(); ++d)
-        if (st.dims[d] == "reduced" && isl_pw_aff_involves_dims(sub, isl_dim_in, (unsigned)d, 1) == isl_bool_true) last = k;
-      if (isl_pw_aff_involves_dims(sub, isl_dim_in, (unsigned)column, 1) == isl_bool_true) lastColumn = k;
-      isl_pw_aff_free(sub);
+        if (st.dims[d] == "reduced" && subscriptMoves(at, (unsigned)k, d)) last = k;
+      if (subscriptMoves(at, (unsigned)k, (size_t)column)) lastColumn = k;
     }
-    isl_pw_multi_aff_free(at);
-    if (last < 0 || lastColumn <= last || (int)t->shape.size() != n) return 0;
+    if (!t || last < 0 || lastColumn <= last || (int)t->shape.size() != n) return 0;
     long long c = 1;
     for (int k = last + 1; k < n; ++k) {
       if (!t->shape[k].param.empty()) return 0;
@@ -448,11 +444,11 @@ KernelSizes defaultSizes(const BandShape &b) {
     // (43 vectors of 2) 57.4 -> 24.1 us, prod bf16 [234195, 51] 35.5 -> 16.8, prod bf16 rows of
     // 206 332.9 -> 194.6, prod i32 [8099829, 25] 724.5 -> 239.2. Rows of 8- and 16-byte vectors
     // over one pass keep a warp: min i32 [28904, 10, 114] over dim 2 (57 vectors of 8 bytes) lost,
-    // 55.6 -> 72.6 us.
-    // 16-byte vectors need 4 threads a row at least: min f16 [1297320, 88] over dim 1 (11
-    // vectors) lost with 2, 84.4 -> 119.9 us; and bool [1048576, 512] (32 vectors, 8 threads) won.
+    // 55.6 -> 72.6 us. And 16-byte vectors need 4 threads a row at least: min f16 [1297320, 88]
+    // over dim 1 (11 vectors) lost with 2, 84.4 -> 119.9 us; bool [1048576, 512] (32 vectors, 8
+    // threads) won.
     long long vectors = ceilDiv(R, V), bytes = V * b.elementBytes;
-    long long fewer = std::min<long long>(32, pow2Ceil(ceilDiv(vectors, kShortRowVectors) + 1) / 2);
+    long long fewer = std::min<long long>(32, pow2Floor(ceilDiv(vectors, kShortRowVectors)));
     bool shortRow = R < 2048 && (bytes < 8 || (vectors <= 32 && (bytes < 16 || fewer >= 4)));
     long long bx = R >= 2048 ? (P > 4 * kSMs ? 256 : 512) : shortRow ? fewer : std::min<long long>(32, pow2Ceil(vectors));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);

@@ -232,6 +232,10 @@ long long pointCoordinate(const isl::point &pt, int pos) {
   return v.get_num_si();
 }
 bool mapInvolvesInputDim(const isl::map &m, unsigned d) { return isl_map_involves_dims(m.get(), isl_dim_in, d, 1) == isl_bool_true; }
+unsigned subscriptCount(const isl::pw_multi_aff &access) { return (unsigned)isl_pw_multi_aff_dim(access.get(), isl_dim_out); }
+bool subscriptMoves(const isl::pw_multi_aff &access, unsigned sub, size_t dim) {
+  return isl_pw_aff_involves_dims(access.get_at((int)sub).get(), isl_dim_in, (unsigned)dim, 1) == isl_bool_true;
+}
 std::string markName(const isl::schedule_node &n) {
   isl_id *id = isl_schedule_node_mark_get_id(n.get());
   std::string s = isl_id_get_name(id);

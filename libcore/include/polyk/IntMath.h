@@ -13,5 +13,7 @@ inline long long pow2Ceil(long long a) {
   while (p < a) p *= 2;
   return p;
 }
+/// The greatest power of 2 not above a (1 for a <= 1).
+inline long long pow2Floor(long long a) { return a <= 1 ? 1 : pow2Ceil(a + 1) / 2; }
 
 } // namespace polyk

@@ -79,6 +79,10 @@ isl::union_set nodeDomain(const isl::schedule_node &node);
 isl::space bandSpace(const isl::schedule_node &band);
 long long pointCoordinate(const isl::point &pt, int pos);
 bool mapInvolvesInputDim(const isl::map &m, unsigned dim);
+/// The subscripts of an access as a function (its output dims), and whether subscript `sub`
+/// moves with input dim `dim`.
+unsigned subscriptCount(const isl::pw_multi_aff &access);
+bool subscriptMoves(const isl::pw_multi_aff &access, unsigned sub, size_t dim);
 std::string markName(const isl::schedule_node &mark);
 isl::schedule_node deleteNode(const isl::schedule_node &node);
 
