@@ -145,19 +145,6 @@ std::string subscriptC(const std::string &accessMap, size_t d) {
   return text;
 }
 
-isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor) {
-  if (tensor.shape.empty()) return {};
-  // The outermost extent never scales an index: it may be symbolic.
-  for (size_t d = 1; d < tensor.shape.size(); ++d)
-    if (!tensor.shape[d].param.empty()) return {};
-  // Horner in isl, ((x0 * s1 + x1) * s2 + x2) ..., so isl simplifies the recovery's floor / mod
-  // terms away (x[floor(i/128)][i mod 128][j] becomes x[768 * i + j]).
-  isl::pw_multi_aff pma = isl::manage(isl_pw_multi_aff_from_map(isl::map(islCtx(), accessMap).release()));
-  isl::pw_aff lin = pma.at(0);
-  for (size_t d = 1; d < tensor.shape.size(); ++d) lin = lin.scale(isl::val(islCtx(), tensor.shape[d].value)).add(pma.at((int)d));
-  return lin;
-}
-
 std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor) {
   isl::map m(islCtx(), accessMap);
   if (tensor.shape.empty()) return "0";

@@ -42,9 +42,6 @@ std::string linearIndex(const std::string &accessMap, const TensorDecl &tensor);
 /// The `d`-th subscript of an access map as a C expression of the domain iterators (each
 /// spelled `(name)`).
 std::string subscriptC(const std::string &accessMap, size_t d);
-/// The same index as an affine function of the domain iterators; null for scalars and symbolic
-/// extents (a symbolic extent times an iterator is not affine).
-isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor);
 
 /// Prints an isl AST. `user` prints a statement call; `mark` may print around a mark's child
 /// (default: the child alone).

@@ -148,12 +148,20 @@ isl::set bandValues(const isl::schedule_node &n) {
 /// Node `n` is a vector loop's band: one member over 0 .. V - 1, innermost (a leaf below it,
 /// through marks).
 bool laneBand(const isl::schedule_node &n, int V) {
-  if (!n.isa<isl::schedule_node_band>() || n.as<isl::schedule_node_band>().n_member() != 1) return false;
+  if (!n.isa<isl::schedule_node_band>()) return false;
   isl::schedule_node c = n.child(0);
   while (c.isa<isl::schedule_node_mark>()) c = c.child(0);
   if (!c.isa<isl::schedule_node_leaf>()) return false;
   isl::set v = bandValues(n);
-  return !v.is_null() && !v.is_empty() && v.is_subset(laneRange(0, V).intersect_params(v.params()));
+  if (v.is_null() || v.is_empty()) return false;
+  // (An x-reduce's point band [0, lane]: the members before the last one value each.)
+  unsigned last = v.tuple_dim() - 1;
+  for (unsigned m = 0; m < last; ++m) {
+    isl::set mine = isl::manage(isl_set_project_out(isl_set_project_out(v.copy(), isl_dim_set, m + 1, last - m), isl_dim_set, 0, m));
+    if (!mine.lexmin().is_equal(mine)) return false;
+  }
+  isl::set lanes = isl::manage(isl_set_project_out(v.copy(), isl_dim_set, 0, last));
+  return lanes.is_subset(laneRange(0, V).intersect_params(lanes.params()));
 }
 
 /// A band whose member is one value at given params (a block or thread band after the mapping:
@@ -177,7 +185,8 @@ bool isolatedAbove(isl::schedule_node n) {
 /// lane band itself where there is none.
 std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(const isl::schedule_node &n, int V) {
   isl::union_set domain = nodeDomain(n);
-  isl::union_map lane = isl::union_map::from(n.as<isl::schedule_node_band>().get_partial_schedule());
+  isl::multi_union_pw_aff members = n.as<isl::schedule_node_band>().get_partial_schedule();
+  isl::union_map lane = isl::union_map::from(isl::multi_union_pw_aff(members.at((int)members.size() - 1)));
   isl::union_map prefix = isl::manage(isl_schedule_node_get_prefix_schedule_union_map(n.get()));
   // { [prefix] -> [lane] } over the instances, with anonymous tuples.
   isl::union_set points = domain.apply(prefix.range_product(lane));
@@ -203,7 +212,15 @@ std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(c
   unsigned depth = (unsigned)isl_schedule_node_get_schedule_depth(band.get());
   isl::map whole;
   if (band.get() == n.get()) {
-    whole = isl::manage(isl_map_from_domain_and_range(full.release(), lanes.release()));
+    // (A band [0, lane]: the other members' one value each, then the lanes.)
+    isl::set range = lanes;
+    if (members.size() > 1) {
+      isl::set values = bandValues(n);
+      unsigned last = values.tuple_dim() - 1;
+      isl::set fixed = isl::manage(isl_set_project_out(values.release(), isl_dim_set, last, 1));
+      range = isl::manage(isl_set_flat_product(fixed.release(), isl_set_align_params(range.release(), isl_set_get_space(fixed.get()))));
+    }
+    whole = isl::manage(isl_map_from_domain_and_range(full.release(), range.release()));
   } else {
     unsigned keep = depth + band.as<isl::schedule_node_band>().n_member(), total = (unsigned)isl_set_dim(full.get(), isl_dim_set);
     isl::set keys = isl::manage(isl_set_project_out(full.release(), isl_dim_set, keep, total - keep));

@@ -164,6 +164,59 @@ int narrowestBytes(const Scop &scop, const isl::union_set &dom) {
   return narrowest;
 }
 
+/// Rows of an x-reduce from this many elements may start anywhere: their vectors line up with
+/// aligned addresses (alignRows), the partial first and last read element by element.
+constexpr long long kAlignedRowsMin = 2048;
+
+/// The identity on `space` with dim `j` replaced by `value` (an affine function of the dims).
+isl::multi_aff withDim(const isl::space &space, unsigned j, const isl::aff &value) {
+  return isl::multi_aff::identity_on_domain(space).set_at((int)j, value);
+}
+
+/// An x-reduce's rows (kind reduce, its last dim reduced): for each read that moves along the last
+/// dim j, its linear index at j = 0, a function of the other dims (the row's first element); null
+/// where some read moves by other than a unit step or has no affine linear index.
+std::optional<std::vector<isl::aff>> rowStarts(const Scop &scop, const ScopStatement &st) {
+  isl::ctx ctx = islCtx();
+  isl::set dom(ctx, st.domain);
+  unsigned n = dom.tuple_dim();
+  if (st.kind != StmtKind::Reduce || n == 0 || st.dims.size() != n || st.dims.back() != "reduced") return std::nullopt;
+  unsigned j = n - 1;
+  isl::space space = dom.get_space();
+  isl::aff var = isl::manage(isl_aff_var_on_domain(isl_local_space_from_space(space.copy()), isl_dim_set, j));
+  isl::multi_aff step = withDim(space, j, var.add_constant(isl::val(ctx, 1)));
+  isl::multi_aff atZero = withDim(space, j, var.scale(isl::val(ctx, 0)));
+  isl::set both = dom.intersect(dom.preimage(step));
+  auto same = [&](const isl::pw_aff &f, const isl::multi_aff &g) {
+    return f.intersect_domain(both).ne_set(f.pullback(g).intersect_domain(both)).is_empty();
+  };
+  std::vector<isl::aff> out;
+  for (const auto &r : st.reads) {
+    const TensorDecl *t = scop.tensor(isl::map(ctx, r).range_tuple_id().name());
+    isl::pw_aff index = t ? linearIndexAff(r, *t) : isl::pw_aff();
+    if (index.is_null()) return std::nullopt;
+    if (same(index, step)) continue; // a broadcast along the row
+    // A unit step: the index less j is the same all along the row, its value at j = 0.
+    isl::pw_aff base = index.sub(isl::pw_aff(var));
+    if (!same(base, step) || !same(base, atZero)) return std::nullopt;
+    isl::pw_aff start = base.pullback(atZero);
+    if (isl_pw_aff_isa_aff(start.get()) != isl_bool_true) return std::nullopt;
+    out.push_back(isl::manage(isl_pw_aff_as_aff(start.release())));
+  }
+  return out;
+}
+
+/// The largest power of 2 of at most V that every row start of `starts` is a multiple of, on `dom`.
+int rowAlignment(const std::vector<isl::aff> &starts, const isl::set &dom, int V) {
+  for (int w = V; w > 1; w /= 2) {
+    bool aligned = true;
+    for (const auto &s : starts)
+      aligned = aligned && isl::manage(isl_pw_aff_non_zero_set(isl::pw_aff(s.mod(isl::val(islCtx(), w))).intersect_domain(dom).release())).is_empty();
+    if (aligned) return w;
+  }
+  return 1;
+}
+
 /// BandShape::vector: consecutive elements per thread, so nvcc can turn them into one 16-byte
 /// access (HOPPER.md: 16-byte accesses per thread, coalesced across the warp).
 int vectorWidth(const BandShape &shape) {
@@ -219,7 +272,8 @@ int vectorWidth(const BandShape &shape) {
   for (size_t m = 0; m < shape.extent.size(); ++m) run = run && ((int)m == c || shape.extent[m] == 1);
   auto fits = [&](int w) {
     // A partial last tile of whole vectors is fine: isl guards the threads past the end.
-    return (P % w == 0 || run) && (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
+    return (P % w == 0 || run || (!columns && shape.rowAlign % w == 0 && P >= kAlignedRowsMin)) &&
+           (!columns || w == 1 || ceilDiv(P, columnThreads(P, w, narrowest) * w) >= 2 * kSMs);
   };
   while (v > 1 && !fits(v)) v /= 2;
   // Tall columns: 2 outputs a thread for 4- and 8-byte elements, 4 for narrower ones.
@@ -239,6 +293,15 @@ BandShape analyseBandShape(const Scop &scop, const isl::schedule_node_band &band
 BandShape analyseBand(const Scop &scop, const isl::schedule_node_band &band) {
   BandShape shape = analyseBandShape(scop, band);
   shape.elementBytes = narrowestBytes(scop, nodeDomain(band));
+  // Rows reduced along their contiguous member (an x-reduce): how their starts align.
+  if (shape.form == Form::XReduce && shape.contiguous >= 0 && shape.reduced[shape.contiguous] && shape.elementBytes <= 8)
+    for (const auto &st : scop.statements) {
+      isl::set dom(islCtx(), st.domain);
+      if (st.kind != StmtKind::Reduce || nodeDomain(band).intersect(isl::union_set(dom)).is_empty()) continue;
+      std::optional<std::vector<isl::aff>> starts = rowStarts(scop, st);
+      if (starts && !starts->empty()) shape.rowAlign = rowAlignment(*starts, dom, 16 / shape.elementBytes);
+      break;
+    }
   shape.initOnly = true;
   for (const auto &st : scop.statements)
     if (st.kind != StmtKind::Init && !nodeDomain(band).intersect(isl::union_set(isl::set(islCtx(), st.domain))).is_empty())
@@ -548,8 +611,62 @@ KernelSizes defaultSizes(const BandShape &b) {
 
 namespace {
 
-Scop scheduleChecked(const Scop &scop, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+/// Misaligned rows: an x-reduce whose rows start where V-element vectors (16 bytes of its
+/// narrowest element) do not (rows of an odd length) could only read element by element. Its
+/// reduced dim j shifted by the row start's remainder mod V, j' = j + (start mod V), puts every
+/// multiple of V of j' at an aligned address: polyk-bind's vectors then read whole ones with one
+/// load each, and polyk-emit isolates the partial first and last of each row (read element by
+/// element). Rows of at least kAlignedRowsMin elements, whose reads all start at the same
+/// remainder, of inputs no statement writes (no producer shares the band); the row then spans
+/// R + V - 1 values of j', which the sizes take as its extent.
+Scop alignRows(const Scop &scop) {
   isl::ctx ctx = islCtx();
+  std::set<std::string> written;
+  for (const auto &st : scop.statements) written.insert(isl::map(ctx, st.write).range_tuple_id().name());
+  Scop out = scop;
+  for (auto &st : out.statements) {
+    std::optional<std::vector<isl::aff>> starts = rowStarts(scop, st);
+    if (!starts || starts->empty() || st.form != Form::XReduce) continue;
+    isl::set dom(ctx, st.domain);
+    unsigned j = dom.tuple_dim() - 1;
+    if (!boundIsConstant(dom, j, false) || !boundIsConstant(dom, j, true) || !dom.dim_min_val((int)j).is_zero() ||
+        dom.dim_max_val((int)j).get_num_si() + 1 < kAlignedRowsMin)
+      continue;
+    bool produced = false;
+    for (const auto &r : st.reads) produced |= written.count(isl::map(ctx, r).range_tuple_id().name()) > 0;
+    int bytes = narrowestBytes(scop, isl::union_set(dom));
+    if (produced || bytes > 8) continue;
+    int V = 16 / bytes;
+    if (rowAlignment(*starts, dom, V) == V) continue;
+    isl::val v(ctx, V);
+    isl::aff shift = starts->front().mod(v);
+    bool together = true;
+    for (const auto &s : *starts)
+      together = together && isl::manage(isl_pw_aff_non_zero_set(isl::pw_aff(s.mod(v).sub(shift)).intersect_domain(dom).release())).is_empty();
+    if (!together) continue;
+    isl::space space = dom.get_space();
+    isl::aff var = isl::manage(isl_aff_var_on_domain(isl_local_space_from_space(space.copy()), isl_dim_set, j));
+    isl::multi_aff back = withDim(space, j, var.sub(shift)); // S[.., j'] -> S[.., j]
+    isl::map forward = isl::manage(isl_map_from_multi_aff(back.copy())).reverse().intersect_domain(dom);
+    isl::set shifted = dom.apply(forward);
+    // (Accesses simplified on the domains first: flatten's x[floor(j / R), i, j mod R] is x[0, i, j]
+    // on a row, and pulled back unsimplified it splits in two.)
+    auto move = [&](const std::string &access) {
+      isl::pw_multi_aff f = isl::manage(isl_pw_multi_aff_from_map(isl::map(ctx, access).release()));
+      f = isl::manage(isl_pw_multi_aff_gist(f.release(), dom.copy())).pullback(back);
+      return islStr(isl::manage(isl_pw_multi_aff_gist(f.release(), shifted.copy())));
+    };
+    st.domain = islStr(shifted);
+    for (auto &r : st.reads) r = move(r);
+    st.write = move(st.write);
+    st.recovery = islStr(isl::manage(isl_multi_aff_gist(isl::multi_aff(ctx, st.recovery).pullback(back).release(), shifted.copy())));
+  }
+  return out;
+}
+
+Scop scheduleChecked(const Scop &input, const ScheduleOptions &options, std::map<int, KernelSizes> *usedSizes) {
+  isl::ctx ctx = islCtx();
+  const Scop scop = alignRows(input);
   std::map<int, KernelSizes> requested = parseSizes(options.sizes);
 
   isl::union_map writes, reads;

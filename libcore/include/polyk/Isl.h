@@ -74,6 +74,12 @@ isl::schedule readIslSchedule(const std::string &text);
 /// A schedule tree in isl's block YAML style.
 std::string printScheduleBlock(const isl::schedule &s);
 
+struct TensorDecl;
+/// An access map's element as a row-major linear index, an affine function of the domain
+/// iterators; null for scalars and symbolic extents (a symbolic extent times an iterator is not
+/// affine).
+isl::pw_aff linearIndexAff(const std::string &accessMap, const TensorDecl &tensor);
+
 /// Gaps of the C++ bindings of isl 0.25, filled from the C API.
 isl::union_set nodeDomain(const isl::schedule_node &node);
 isl::space bandSpace(const isl::schedule_node &band);

@@ -63,6 +63,9 @@ struct BandShape {
   /// b, columns (a, c)): the columns of one contiguous run (the extent of c), where the runs are
   /// fewer than the columns; 0 otherwise.
   long long run = 0;
+  /// An x-reduce's rows: the largest power of 2 of at most 16 bytes of elements that every row's
+  /// first element (each read's linear index at the reduced dim's 0) is a multiple of; 1 otherwise.
+  int rowAlign = 1;
 };
 
 /// Every statement's writes and reads, restricted to its domain (flow analysis needs bounded
