@@ -511,7 +511,11 @@ KernelSizes defaultSizes(const BandShape &b) {
     // over dim 1 (11 vectors) lost with 2, 84.4 -> 119.9 us; bool [1048576, 512] (32 vectors, 8
     // threads) won.
     long long vectors = ceilDiv(R, V), bytes = V * b.elementBytes;
-    long long fewer = std::min<long long>(32, pow2Floor(ceilDiv(vectors, kShortRowVectors)));
+    // Rows of fewer than 2 kShortRowVectors vectors: one thread a row, no reduction across
+    // threads (two, each 2-4 vectors, then a shuffle, ran min f16 [1097652, 5] over dim 1 at 20.7
+    // us against 9.1, max bf16 [800000, 7] 16.8 against 8.8, sum f32 [400000, 5] 10.7 against 7.5;
+    // H200, bench/results/2026-11-29-h200-tiny-rows.txt).
+    long long fewer = vectors < 2 * kShortRowVectors ? 1 : std::min<long long>(32, pow2Floor(ceilDiv(vectors, kShortRowVectors)));
     bool shortRow = R < 2048 && (bytes < 8 || (vectors <= 32 && (bytes < 16 || fewer >= 4)));
     long long bx = R >= 2048 ? (P > 4 * kSMs ? 256 : 512) : shortRow ? fewer : std::min<long long>(32, pow2Ceil(vectors));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
