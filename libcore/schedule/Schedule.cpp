@@ -206,12 +206,16 @@ std::optional<std::vector<isl::aff>> rowStarts(const Scop &scop, const ScopState
   return out;
 }
 
+/// Whether `f` is 0 everywhere on `dom`.
+bool zeroOn(const isl::aff &f, const isl::set &dom) {
+  return isl::manage(isl_pw_aff_non_zero_set(isl::pw_aff(f).intersect_domain(dom).release())).is_empty();
+}
+
 /// The largest power of 2 of at most V that every row start of `starts` is a multiple of, on `dom`.
 int rowAlignment(const std::vector<isl::aff> &starts, const isl::set &dom, int V) {
   for (int w = V; w > 1; w /= 2) {
     bool aligned = true;
-    for (const auto &s : starts)
-      aligned = aligned && isl::manage(isl_pw_aff_non_zero_set(isl::pw_aff(s.mod(isl::val(islCtx(), w))).intersect_domain(dom).release())).is_empty();
+    for (const auto &s : starts) aligned = aligned && zeroOn(s.mod(isl::val(islCtx(), w)), dom);
     if (aligned) return w;
   }
   return 1;
@@ -645,8 +649,7 @@ Scop alignRows(const Scop &scop) {
     isl::val v(ctx, V);
     isl::aff shift = starts->front().mod(v);
     bool together = true;
-    for (const auto &s : *starts)
-      together = together && isl::manage(isl_pw_aff_non_zero_set(isl::pw_aff(s.mod(v).sub(shift)).intersect_domain(dom).release())).is_empty();
+    for (const auto &s : *starts) together = together && zeroOn(s.mod(v).sub(shift), dom);
     if (!together) continue;
     isl::space space = dom.get_space();
     isl::aff var = isl::manage(isl_aff_var_on_domain(isl_local_space_from_space(space.copy()), isl_dim_set, j));
