@@ -93,6 +93,8 @@ namespace {
 
 /// Streaming multiprocessors of the H100 the default sizes are measured on.
 constexpr long long kSMs = 132;
+/// The largest split of a y-reduce's rows that defaultSizes grows to fill the last wave.
+constexpr long long kWaveSplitsMax = 32;
 
 /// Threads along a y-reduce's P columns of `bytes`-byte elements when each takes V consecutive
 /// ones: a warp, or fewer for narrow tensors. 1-byte columns whose warp-wide column tiles give
@@ -594,7 +596,18 @@ KernelSizes defaultSizes(const BandShape &b) {
     bool wide = V > 1 && colBlocks >= 2 * kSMs;
     long long target = wide ? 2 * kSMs : V > 1 ? 4 * kSMs : 8 * kSMs;
     long long rowsPerThread = V > 1 ? 16 : 8;
-    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), ceilDiv(R, by * rowsPerThread)));
+    const long long maxRedBlocks = ceilDiv(R, by * rowsPerThread);
+    long long redBlocks = std::max<long long>(1, std::min(ceilDiv(target, colBlocks), maxRedBlocks));
+    if (V == 1 && redBlocks > 1 && redBlocks <= kWaveSplitsMax) {
+      // Whole waves: 8 blocks of 256 an SM are resident at once, so 1.41 waves of equal blocks take
+      // as long as 2. More splits of the rows until the last wave is at least 90% full. H200, one
+      // call each (bench/results/2026-11-29-h200-wave-tail.txt): 7 changed cases old / new 1.13x, sum
+      // f32 [100000, 4097] over dim 0 579 -> 470 us (9 -> 15 splits), min f16 [22143, 2057] 61.1 ->
+      // 48.1 (17 -> 30); but sum f16 [199444, 155] 38.0 -> 45.0 (212 -> 400 splits of 5 column
+      // tiles: the partials' combine grows), hence only splits of at most kWaveSplitsMax.
+      auto full = [&](long long rb) { return 10 * colBlocks * rb >= 9 * roundUp(colBlocks * rb, target); };
+      while (redBlocks < maxRedBlocks && !full(redBlocks)) ++redBlocks;
+    }
     if (redBlocks > 1 && V == 1 && narrowColumns(P, R)) {
       // Mid-height columns that the rule above would split: narrow column groups with the whole
       // of R in one block instead, so no partial is combined (H100, sum f32 over dim 0, medians
