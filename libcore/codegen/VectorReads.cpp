@@ -218,7 +218,10 @@ std::optional<std::pair<isl::schedule_node, isl::union_set>> wholeVectorOption(c
       isl::set values = bandValues(n);
       unsigned last = values.tuple_dim() - 1;
       isl::set fixed = isl::manage(isl_set_project_out(values.release(), isl_dim_set, last, 1));
-      range = isl::manage(isl_set_flat_product(fixed.release(), isl_set_align_params(range.release(), isl_set_get_space(fixed.get()))));
+      // (The space first: clang evaluates the arguments left to right, so fixed.release() in the
+      // same call ran before fixed.get() there, and isl got NULL; gcc runs them right to left.)
+      isl_space *space = isl_set_get_space(fixed.get());
+      range = isl::manage(isl_set_flat_product(fixed.release(), isl_set_align_params(range.release(), space)));
     }
     whole = isl::manage(isl_map_from_domain_and_range(full.release(), range.release()));
   } else {
