@@ -14,6 +14,7 @@
 #include "polyk/Bind.h"
 #include "polyk/Promotion.h"
 
+#include <cstring>
 #include <spdlog/spdlog.h>
 
 #include <cctype>
@@ -76,6 +77,13 @@ std::set<int> registerKernels(const isl::schedule &bound) {
   });
   return out;
 }
+
+/// Who unrolls the loops of a thread's points (a register tile's band, whose accumulators then
+/// have constant indices): isl (unrollRegisters, in the tree) or the printer (AstPrinter::unrolled)
+/// in whole tiles, or everywhere. The printer's is the default: isl builds each iteration's AST
+/// anew, which took seconds for a tile of 128 points (GEMM 4096^3: 2.3 s of emit); isl's remains
+/// for the kernels whose loops the printer refuses (bounds without a constant cap).
+enum class PointsUnroll { Isl, Whole, All };
 
 /// Every band under a `registers` mark unrolled in the AST: a thread's register tile, whose
 /// accumulators then have constant indices.
@@ -363,6 +371,16 @@ struct AstCallbacks {
   /// index in the thread's tile (RegisterTile::index as isl expressions of the AST's loops).
   const RegisterTile *regs = nullptr;
   std::map<std::string, isl::pw_multi_aff> regIndex; // per statement: its domain -> the point's place
+  /// Where the printer unrolls the thread's points (AstPrinter::unrolled): per statement, the
+  /// schedule depth of its `registers` band; `several` picks the place from the band's values.
+  /// Each call's place is then an expression of the band's loop iterators (regExprs, the call
+  /// annotated "polyk_regs#<i>"), which the printer folds to constants as it unrolls them.
+  std::map<std::string, int> regDepth;
+  std::map<std::string, isl::map> bandValues; // (its instances -> the band's values)
+  isl::multi_aff several;
+  std::vector<std::vector<isl::ast_expr>> regExprs;
+  static constexpr const char *kRegsNote = "polyk_regs#";
+  std::string refused; // (why the printer cannot unroll the points: kernelBody throws UnrollRefused)
 
   /// "[i][j]..." where the places of `instances` (index: instance -> place) are one constant
   /// point whatever the ids; "" otherwise.
@@ -390,6 +408,7 @@ struct AstCallbacks {
     isl_ast_expr_free(call);
     auto it = self->regIndex.find(stmt);
     if (it == self->regIndex.end()) return node;
+    if (!self->several.is_null()) return self->placeFromBand(node, build, stmt);
     isl::union_map sched = isl::manage(isl_ast_build_get_schedule(build));
     isl::map inverse;
     isl::map_list maps = sched.get_map_list();
@@ -413,6 +432,63 @@ struct AstCallbacks {
     }
     isl_pw_multi_aff_free(at);
     return isl_ast_node_set_annotation(node, isl_id_alloc(isl_ast_node_get_ctx(node), text.c_str(), nullptr));
+  }
+
+  /// Member m of `stmt`'s registers band over the instances of the build's call, where it is one
+  /// integer; null otherwise.
+  isl::val memberValue(isl_ast_build *build, const std::string &stmt, int m) {
+    auto band = bandValues.find(stmt);
+    if (band == bandValues.end()) return {};
+    isl::union_set instances = isl::manage(isl_ast_build_get_schedule(build)).domain();
+    isl::union_set image = instances.apply(isl::union_map(band->second));
+    if (isl_union_set_n_set(image.get()) != 1) return {};
+    isl::set values = isl::manage(isl_set_from_union_set(image.release()));
+    isl::val v = isl::manage(isl_set_plain_get_val_if_fixed(values.get(), isl_dim_set, m));
+    if (v.is_null() || !v.is_int()) v = isl::manage(isl_set_plain_get_val_if_fixed(isl::set(values.affine_hull()).get(), isl_dim_set, m));
+    return !v.is_null() && v.is_int() ? v : isl::val();
+  }
+
+  /// The call's place from its statement's `registers` band: the schedule's values at the band's
+  /// depth, as the AST's expressions (its loop iterators there).
+  isl_ast_node *placeFromBand(isl_ast_node *node, isl_ast_build *build, const std::string &stmt) {
+    auto d = regDepth.find(stmt);
+    if (d == regDepth.end()) {
+      error = "no registers band of " + stmt + " at a call";
+      return node;
+    }
+    // The build's schedule space holds the loops left at the call (isl's c<depth>; the members
+    // fixed to ids are gone). [loops] -> [the band's values] -> the place, where every member
+    // the place reads is a loop there; else isl unrolls (PointsUnroll::Isl).
+    isl_space *space = isl_ast_build_get_schedule_space(build);
+    int k = (int)isl_multi_aff_dim(several.get(), isl_dim_in);
+    isl_local_space *ls = isl_local_space_from_space(isl_space_copy(space));
+    isl_aff_list *values = isl_aff_list_alloc(isl_ast_node_get_ctx(node), k);
+    for (int m = 0; m < k; ++m) {
+      int at = isl_space_find_dim_by_name(space, isl_dim_set, ("c" + std::to_string(d->second + m)).c_str());
+      isl_aff *value = nullptr;
+      if (at >= 0) {
+        value = isl_aff_var_on_domain(isl_local_space_copy(ls), isl_dim_set, at);
+      } else if (isl_multi_aff_involves_dims(several.get(), isl_dim_in, m, 1) == isl_bool_true) {
+        // (A member isl fixed at the call, with no loop: its one value over the call's instances.)
+        isl::val fixed = memberValue(build, stmt, m);
+        if (fixed.is_null() && refused.empty()) refused = "member " + std::to_string(m) + " of " + stmt + "'s registers band has no one value at a call";
+        value = isl_aff_val_on_domain(isl_local_space_copy(ls), fixed.is_null() ? isl_val_zero(isl_ast_node_get_ctx(node)) : fixed.release());
+      }
+      values = isl_aff_list_add(values, value ? value : isl_aff_zero_on_domain(isl_local_space_copy(ls)));
+    }
+    isl_local_space_free(ls);
+    isl_space *range = isl_space_add_dims(isl_space_set_from_params(isl_space_params(isl_space_copy(space))), isl_dim_set, k);
+    isl_space *bandSpace = isl_space_map_from_domain_and_range(space, range);
+    isl_multi_aff *band = isl_multi_aff_from_aff_list(bandSpace, values);
+    isl_multi_aff *pick = isl_multi_aff_align_params(several.copy(), isl_multi_aff_get_space(band));
+    isl_multi_aff *place = isl_multi_aff_pullback_multi_aff(pick, band);
+    std::vector<isl::ast_expr> exprs;
+    for (int i = 0; i < (int)isl_multi_aff_dim(place, isl_dim_out); ++i)
+      exprs.push_back(isl::manage(isl_ast_build_expr_from_pw_aff(build, isl_pw_aff_from_aff(isl_multi_aff_get_aff(place, i)))));
+    isl_multi_aff_free(place);
+    std::string note = kRegsNote + std::to_string(regExprs.size());
+    regExprs.push_back(exprs);
+    return isl_ast_node_set_annotation(node, isl_id_alloc(isl_ast_node_get_ctx(node), note.c_str(), nullptr));
   }
 
   static isl_ast_node *after(isl_ast_node *node, isl_ast_build *build, void *user) {
@@ -469,33 +545,50 @@ bool shortReduction(const Scop &s, const KernelConfig &kc) {
   return true;
 }
 
+/// Whether `loop` (a for node) holds no loop that is not degenerate, besides those `printer`
+/// unrolls.
+bool innermostLoop(const isl::ast_node &loop, const AstPrinter &printer) {
+  // (The loops the printer unrolls, a `registers` mark's, are not loops of the code.)
+  std::function<bool(isl_ast_node *, bool)> noLoop = [&](isl_ast_node *n, bool under) -> bool {
+    switch (isl_ast_node_get_type(n)) {
+    case isl_ast_node_for: {
+      isl::ast_node body = isl::manage(isl_ast_node_for_get_body(n));
+      std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(n)).get());
+      if (isl_ast_node_for_is_degenerate(n) != isl_bool_true && !(under && printer.unrolled.count(it))) return false;
+      return noLoop(body.get(), under);
+    }
+    case isl_ast_node_if: {
+      isl::ast_node then = isl::manage(isl_ast_node_if_get_then_node(n));
+      if (!noLoop(then.get(), under)) return false;
+      return isl_ast_node_if_has_else_node(n) != isl_bool_true || noLoop(isl::manage(isl_ast_node_if_get_else_node(n)).get(), under);
+    }
+    case isl_ast_node_block: {
+      isl_ast_node_list *list = isl_ast_node_block_get_children(n);
+      bool none = true;
+      for (int i = 0; none && i < isl_ast_node_list_n_ast_node(list); ++i) none = noLoop(isl::manage(isl_ast_node_list_get_at(list, i)).get(), under);
+      isl_ast_node_list_free(list);
+      return none;
+    }
+    case isl_ast_node_mark: {
+      isl_id *id = isl_ast_node_mark_get_id(n);
+      bool registers = std::string(isl_id_get_name(id)) == printer.unrollMark;
+      isl_id_free(id);
+      return noLoop(isl::manage(isl_ast_node_mark_get_node(n)).get(), under || registers);
+    }
+    default: return true;
+    }
+  };
+  return noLoop(isl::manage(isl_ast_node_for_get_body(loop.get())).get(), false);
+}
+
 /// Under split-K (`sk`), `phase` 1 is the body whose stores put the registers into the block's
 /// partials, `phase` 2 the stores (kc's statements: the stores only) that sum them first, printed
 /// without the prologue and declarations (`declare` false).
-/// Whether `loop` (a for node) holds no loop that is not degenerate.
-bool innermostLoop(const isl::ast_node &loop) {
-  struct Walk {
-    isl_ast_node *root;
-    bool inner = true;
-  } walk{loop.get()};
-  isl_ast_node_foreach_descendant_top_down(
-      loop.get(),
-      [](isl_ast_node *n, void *user) -> isl_bool {
-        Walk &w = *static_cast<Walk *>(user);
-        if (n != w.root && isl_ast_node_get_type(n) == isl_ast_node_for && isl_ast_node_for_is_degenerate(n) != isl_bool_true) {
-          w.inner = false;
-          return isl_bool_false;
-        }
-        return isl_bool_true;
-      },
-      &walk);
-  return walk.inner;
-}
-
 std::string kernelBody(const Scop &s, const AffineMapping &mapping, const AffineMapping &unrolledMapping, const KernelConfig &kc,
                        int k, const RegisterTile &regs, const Staging &staging, const WholeTiles &wt,
                        const isl::schedule &bound, Dialect d, bool unrolled, const SplitK &sk = {}, int phase = 0,
-                       bool declare = true, const MmaPlan &mma = {}, MmaOutcome *mmaOutcome = nullptr, int unroll = 1) {
+                       bool declare = true, const MmaPlan &mma = {}, MmaOutcome *mmaOutcome = nullptr, int unroll = 1,
+                       PointsUnroll pu = PointsUnroll::Isl) {
   const isl::schedule &mapped = mapping.schedule;
   AffineKernelIds ids;
   if (auto it = mapping.kernels.find(k); it != mapping.kernels.end()) ids = it->second;
@@ -505,6 +598,7 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   isl::schedule restrictedUnrolled = isl::manage(isl_schedule_intersect_domain(unrolledMapping.schedule.copy(), dom.release()));
   AstCallbacks marks;
   marks.staging = &staging;
+  std::set<std::string> pointLoops; // (the registers bands' loops, where the printer unrolls them)
   if (!staging.tiles.empty()) marks.prefix = staging.prefix;
   if (regs.any()) {
     // A point's place in its thread's tile: the `registers` bands' values, of the members with
@@ -533,6 +627,22 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
       pick += std::string(first ? "" : ", ") + place, first = false;
     }
     isl::multi_aff several(islCtx(), pick + "] }");
+    if (pu != PointsUnroll::Isl) {
+      marks.several = several;
+      restrictedUnrolled.get_root().foreach_descendant_top_down([&](isl::schedule_node n) -> bool {
+        if (!n.isa<isl::schedule_node_mark>() || markName(n) != "registers" || !n.child(0).isa<isl::schedule_node_band>()) return true;
+        isl::schedule_node band = n.child(0);
+        int depth = isl_schedule_node_get_schedule_depth(band.get());
+        for (int m = 0; m < (int)band.as<isl::schedule_node_band>().n_member(); ++m) pointLoops.insert("c" + std::to_string(depth + m));
+        isl::union_map values = isl::union_map::from(band.as<isl::schedule_node_band>().get_partial_schedule());
+        for (const auto &name : statementsIn(s, nodeDomain(band))) {
+          marks.regDepth[name] = depth;
+          isl::union_map mine = values.intersect_domain(isl::union_set(isl::set(islCtx(), s.statement(name)->domain)));
+          if (isl_union_map_n_map(mine.get()) == 1) marks.bandValues[name] = isl::manage(isl_map_from_union_map(mine.release()));
+        }
+        return true;
+      });
+    }
     for (const auto &name : kc.statements) {
       const ScopStatement &st = *s.statement(name);
       bool accumulates = false; // (the statements whose macro takes the index: macros())
@@ -551,9 +661,25 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     if (regs.any()) b = isl::manage(isl_ast_build_set_at_each_domain(b.release(), &AstCallbacks::atDomain, &marks));
     return staging.tiles.empty() ? b : isl::manage(isl_ast_build_set_after_each_mark(b.release(), &AstCallbacks::after, &marks));
   };
+  auto checkMarks = [&] {
+    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    if (!marks.refused.empty()) throw UnrollRefused(marks.refused);
+  };
   isl::ast_build build = withMarks(isl::ast_build::from_context(affineMappingContext(kc, ids)));
   AstPrinter printer;
   printer.annotations = true;
+  printer.notePrefix = AstCallbacks::kRegsNote;
+  printer.note = [&](const std::string &note, const IteratorValues &values) {
+    std::string text;
+    for (const auto &e : marks.regExprs.at(std::stoul(note.substr(std::strlen(AstCallbacks::kRegsNote))))) {
+      if (!printer.unrolled.empty() && !exprValue(e.get(), values)) throw UnrollRefused("a register index is not a constant");
+      text += "[" + exprWithValues(e.get(), values) + "]";
+    }
+    return text;
+  };
+  // The loops of a thread's points: unrolled by the printer in whole tiles (pu Whole), or
+  // everywhere (All); isl unrolled them in the tree already (Isl).
+  auto unrollPoints = [&](bool whole) { printer.unrolled = pu == PointsUnroll::All || (whole && pu == PointsUnroll::Whole) ? pointLoops : std::set<std::string>(); };
   printer.mark = [&](const std::string &name, const std::string &body, int indent) {
     if (name.rfind("shared ", 0) != 0) return body;
     std::string pad(2 * indent, ' ');
@@ -584,17 +710,17 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   bool wholeTile = false;
   if (mma.on)
     printer.replace = [&](const isl::ast_node &loop, int indent) -> std::optional<std::string> {
-      return wholeTile ? mmaLoop(mma, loop, indent, mmaOutcome) : std::nullopt;
+      return wholeTile ? mmaLoop(mma, loop, indent, mmaOutcome, &printer) : std::nullopt;
     };
   // Small constant loops (a filter's fy, fx) unrolled: nvcc left Gaussian2D's 5 x 5 loops rolled
   // once the kernel had two versions (524 -> 1071 us on the H100).
   constexpr int kUnrollTrip = 16;
   // --unroll N > 1: `#pragma unroll N` on the other innermost loops (a reduced tile's loop).
   if (d == Dialect::Cuda)
-    printer.around = [unroll](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
+    printer.around = [unroll, &printer](const isl::ast_node &loop, int indent) -> std::pair<std::string, std::string> {
       int trip = VectorReads::constantTrip(loop);
       if (trip > 1 && trip <= kUnrollTrip) return {std::string(2 * indent, ' ') + "#pragma unroll\n", ""};
-      if (unroll > 1 && innermostLoop(loop)) return {std::string(2 * indent, ' ') + "#pragma unroll " + std::to_string(unroll) + "\n", ""};
+      if (unroll > 1 && innermostLoop(loop, printer)) return {std::string(2 * indent, ' ') + "#pragma unroll " + std::to_string(unroll) + "\n", ""};
       return {"", ""};
     };
   std::string o;
@@ -625,13 +751,14 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
   if (wt.apply && !full.is_null() && !full.is_empty() && !pinsAnId(context.intersect(full), some)) {
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
     isl::ast_node wholeAst = fullBuild.node_from(restrictedUnrolled);
-    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    checkMarks();
     // Where many blocks are partial, one version: with two, the blocks of both kinds on a
     // multiprocessor run twice the code, and a large kernel's instruction fetch stalls (27 % of a
     // drawn contraction's stalls, ncu); a 6-d contraction drawn at random ran 1.0-1.7x as fast
     // (bench/results/2026-11-28-h100-one-version.txt).
     const bool one = fullBlockFraction(s, full.intersect(context), some) < kOneVersionBelow;
     wholeTile = true;
+    unrollPoints(true);
     std::string whole = one ? "" : printer.print(wholeAst, 2);
     guarded = true;
     std::string partial = printer.print(wholeAst, 2);
@@ -643,20 +770,26 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     std::string o2 = one ? o + " " : o + "  if (" + expr(full) + ") {\n" + whole + "  } else";
     isl::set rest = context.subtract(some);
     if (rest.is_empty()) return o2 + " {\n" + partial + "  }\n";
-    std::string general = printer.print(withMarks(isl::ast_build::from_context(rest)).node_from(restricted), 2);
-    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    isl::ast_node generalAst = withMarks(isl::ast_build::from_context(rest)).node_from(restricted);
+    unrollPoints(false);
+    std::string general = printer.print(generalAst, 2);
+    checkMarks();
     o2 += " if (" + expr(some) + ") {\n" + partial + "  }";
     if (general.find_first_not_of(" \n") == std::string::npos) return o2 + "\n";
     return o2 + " else {\n" + general + "  }\n";
   }
-  std::string general = printer.print(build.node_from(restricted), 2);
-  if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+  isl::ast_node generalAst = build.node_from(restricted);
+  unrollPoints(false);
+  std::string general = printer.print(generalAst, 2);
+  checkMarks();
   if (!full.is_null() && !full.is_empty()) {
     isl::ast_build fullBuild = withMarks(isl::ast_build::from_context(context.intersect(full)));
     wholeTile = true;
-    std::string whole = printer.print(fullBuild.node_from(restrictedUnrolled), 2);
+    isl::ast_node wholeAst = fullBuild.node_from(restrictedUnrolled);
+    unrollPoints(true);
+    std::string whole = printer.print(wholeAst, 2);
     wholeTile = false;
-    if (!marks.error.empty()) fail(s.at.schedule, kc.name + ": " + marks.error);
+    checkMarks();
     if (whole != general) {
       isl::ast_expr cond = isl::manage(isl_ast_build_expr_from_set(build.get(), full.copy()) /* the build is kept */);
       return o + "  if (" + islExprToC(cond.get()) + ") {\n" + whole + "  } else {\n" + general + "  }\n";
@@ -757,12 +890,12 @@ std::map<int, SplitK> kernelSplits(const Scop &s, const isl::schedule &bound, co
 /// partials first (kernelBody's phase 2).
 std::string splitTail(const Scop &s, const AffineMapping &mapped, const AffineMapping &unrolled, const KernelConfig &kc, int k,
                       const RegisterTile &regs, const WholeTiles &wt, const isl::schedule &bound, Dialect d, bool registers,
-                      const SplitK &sk) {
+                      const SplitK &sk, PointsUnroll pu) {
   KernelConfig stores = kc;
   stores.statements.clear();
   for (const auto &name : kc.statements)
     if (sk.stores.count(name)) stores.statements.push_back(name);
-  return splitCombine(kernelBody(s, mapped, unrolled, stores, k, regs, Staging(), wt, bound, d, registers, sk, 2, false), d);
+  return splitCombine(kernelBody(s, mapped, unrolled, stores, k, regs, Staging(), wt, bound, d, registers, sk, 2, false, {}, nullptr, 1, pu), d);
 }
 
 std::string undefSplit(const SplitK &sk) {
@@ -792,8 +925,9 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
   // Partial blocks unroll a thread's points too: rolled, the register array would have dynamic
   // indices there, and nvcc would keep it in local memory in every block (GEMM 236 -> 373 us).
   std::map<int, SplitK> splits = kernelSplits(s, bound, opt);
-  AffineMapping unrolled = applyAffineMapping(unrollRegisters(isolateReducedTiles(restrictSplits(bound, s, splits), s)), s),
-                &mapped = unrolled;
+  isl::schedule separated = isolateReducedTiles(restrictSplits(bound, s, splits), s);
+  AffineMapping mapped = applyAffineMapping(separated, s);
+  std::optional<AffineMapping> islUnrolled; // (isl's unrolling, for a kernel whose points the printer refuses)
   std::string mmaRefusals; // (--mma: why the kernels did not take it, where none did)
   bool mmaTaken = false;
   std::vector<long long> dynamic(s.kernels.size(), 0); // (bytes of dynamic shared memory, per kernel)
@@ -858,8 +992,19 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
     o += "__global__ void __launch_bounds__(" + std::to_string(kc.block[0] * kc.block[1] * kc.block[2]) + minBlocks + ") " + kc.name + "(" +
          (plan.split ? "const polyk_idx polyk_boff, " : "") + (sk.on ? splitParams(sk, Dialect::Cuda) : "") + params(s, true) + ") {\n";
     MmaOutcome outcome;
-    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
-                                  sk.on ? 1 : 0, true, mma, &outcome, opt.unroll);
+    PointsUnroll pu = PointsUnroll::All;
+    std::string body;
+    try {
+      body = kernelBody(s, mapped, mapped, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0,
+                        true, mma, &outcome, opt.unroll, pu);
+    } catch (const UnrollRefused &why) {
+      spdlog::debug("{}: isl unrolls the thread's points: {}", kc.name, why.what());
+      if (!islUnrolled) islUnrolled = applyAffineMapping(unrollRegisters(separated), s);
+      pu = PointsUnroll::Isl, outcome = MmaOutcome();
+      body = kernelBody(s, *islUnrolled, *islUnrolled, kc, k, regs, staging, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk,
+                        sk.on ? 1 : 0, true, mma, &outcome, opt.unroll, pu);
+    }
+    const AffineMapping &used = pu == PointsUnroll::Isl ? *islUnrolled : mapped;
     if (plan.split) body = offsetBlocks(body, mapped.kernels.at(k), plan.axis);
     if (sk.on) {
       // (The clone's offset prologue, patched for the split; the slot reads the local block ids,
@@ -876,7 +1021,7 @@ std::string emitAffineCudaKernels(const Scop &s, const EmitOptions &opt, std::ve
     mmaTaken |= outcome.taken;
     // (No asynchronous copy outlives its thread: the last one, of a tile after the last.)
     o += body + (staging.async ? "  polyk::cp_async_wait<0>(); /* the copy of the tile after the last */\n" : "");
-    if (sk.on) o += splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk);
+    if (sk.on) o += splitTail(s, used, used, kc, k, regs, wt, bound, Dialect::Cuda, withRegisters.count(k) > 0, sk, pu);
     o += "}\n" + undefMacros(s) + undefGuarded(wt) + undefSplit(sk) + mmaUndefs(mma) + "\n";
   }
   if (!mmaRefusals.empty() && !mmaTaken)
@@ -946,7 +1091,8 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
   std::set<int> withRegisters = registerKernels(bound);
   std::map<int, SplitK> splits = kernelSplits(s, bound, opt);
   isl::schedule separated = isolateReducedTiles(restrictSplits(bound, s, splits), s);
-  AffineMapping mapped = applyAffineMapping(separated, s), unrolled = applyAffineMapping(unrollRegisters(separated), s);
+  AffineMapping mapped = applyAffineMapping(separated, s);
+  std::optional<AffineMapping> islUnrolled; // (isl's unrolling, for a kernel whose points the printer refuses)
   // Kernel k's code on the CPU, block after block (the block loops from `range`: axis, variable,
   // extent), thread after thread: its macros, and split-K's scratch and combine where it has one.
   using BlockRange = std::function<std::string(char, const std::string &, const std::string &)>;
@@ -965,10 +1111,23 @@ std::string emitAffineMappedC(const Scop &s, const EmitOptions &opt) {
     c += "  for (polyk_idx ty = 0; ty < " + std::to_string(kc.block[1]) + "; ++ty)\n";
     c += "  for (polyk_idx tx = 0; tx < " + std::to_string(kc.block[0]) + "; ++tx) {\n";
     c += "  const struct { polyk_idx x, y, z; } blockIdx = {bx, by, bz}, threadIdx = {tx, ty, tz};\n";
-    std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, sk.on ? 1 : 0);
-    if (sk.on)
-      body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc) +
-             splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk);
+    auto code = [&](PointsUnroll pu) {
+      const AffineMapping &unrolled = pu == PointsUnroll::Isl ? *islUnrolled : mapped;
+      std::string body = kernelBody(s, mapped, unrolled, kc, k, regs, staging, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk,
+                                    sk.on ? 1 : 0, true, {}, nullptr, 1, pu);
+      if (sk.on)
+        body = splitPrologue(body, mapped.kernels.at(k).prologue(), sk, kc) +
+               splitTail(s, mapped, unrolled, kc, k, regs, wt, bound, Dialect::C, withRegisters.count(k) > 0, sk, pu);
+      return body;
+    };
+    std::string body;
+    try {
+      body = code(PointsUnroll::All);
+    } catch (const UnrollRefused &why) {
+      spdlog::debug("{}: isl unrolls the thread's points: {}", kc.name, why.what());
+      if (!islUnrolled) islUnrolled = applyAffineMapping(unrollRegisters(separated), s);
+      body = code(PointsUnroll::Isl);
+    }
     return c + body + "  }\n" + (sk.on ? splitFree() + "  }\n" : "") + undefMacros(s) + undefGuarded(wt) + undefSplit(sk);
   };
   auto whole = [](char, const std::string &var, const std::string &extent) {

@@ -240,7 +240,7 @@ std::string mmaUndefs(const MmaPlan &plan) {
   return "#undef " + plan.update + "_mma0\n#undef " + plan.update + "_mma1\n";
 }
 
-std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, MmaOutcome *outcome) {
+std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, MmaOutcome *outcome, const AstPrinter *printer) {
   bool callsUpdate = false; // (a reason is recorded for the loops whose body calls the update)
   auto no = [&](const std::string &w) -> std::optional<std::string> {
     if (outcome && callsUpdate && outcome->why.empty()) outcome->why = w;
@@ -249,52 +249,59 @@ std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loo
   if (!plan.on) return no("off");
   std::string it = islExprToC(isl::manage(isl_ast_node_for_get_iterator(loop.get())).get());
   isl::ast_node body = isl::manage(isl_ast_node_for_get_body(loop.get()));
-  std::vector<isl::ast_node> nodes;
-  std::function<void(const isl::ast_node &)> flatten = [&](const isl::ast_node &n) {
-    // (Marks other than `shared` print as their body: the `registers` marks around the points.)
-    if (isl_ast_node_get_type(n.get()) == isl_ast_node_mark) {
-      isl_id *id = isl_ast_node_mark_get_id(n.get());
-      bool shared = std::string(isl_id_get_name(id)) == "shared";
-      isl_id_free(id);
-      if (!shared) return flatten(isl::manage(isl_ast_node_mark_get_node(n.get())));
+  // The body's calls: through the printer where it unrolls the thread's points itself, else the
+  // nodes of isl's unrolled AST (a call, or something else: `stmt` empty).
+  std::vector<AstPrinter::Call> found;
+  std::optional<std::vector<AstPrinter::Call>> printed = printer ? printer->calls(body) : std::nullopt;
+  if (printed) {
+    found = *printed;
+  } else {
+    std::vector<isl::ast_node> nodes;
+    std::function<void(const isl::ast_node &)> flatten = [&](const isl::ast_node &n) {
+      // (Marks other than `shared` print as their body: the `registers` marks around the points.)
+      if (isl_ast_node_get_type(n.get()) == isl_ast_node_mark) {
+        isl_id *id = isl_ast_node_mark_get_id(n.get());
+        bool shared = std::string(isl_id_get_name(id)) == "shared";
+        isl_id_free(id);
+        if (!shared) return flatten(isl::manage(isl_ast_node_mark_get_node(n.get())));
+      }
+      if (isl_ast_node_get_type(n.get()) != isl_ast_node_block) return nodes.push_back(n);
+      isl_ast_node_list *list = isl_ast_node_block_get_children(n.get());
+      for (int i = 0; i < isl_ast_node_list_n_ast_node(list); ++i) flatten(isl::manage(isl_ast_node_list_get_at(list, i)));
+      isl_ast_node_list_free(list);
+    };
+    flatten(body);
+    for (const auto &n : nodes) {
+      AstPrinter::Call c;
+      if (isl_ast_node_get_type(n.get()) == isl_ast_node_user) {
+        isl_ast_expr *call = isl_ast_node_user_get_expr(n.get());
+        for (int i = 0; i < isl_ast_expr_get_op_n_arg(call); ++i) {
+          isl_ast_expr *a = isl_ast_expr_get_op_arg(call, i);
+          (i ? c.args.push_back(islExprToC(a)) : (void)(c.stmt = islExprToC(a)));
+          isl_ast_expr_free(a);
+        }
+        isl_ast_expr_free(call);
+        if (isl_id *note = isl_ast_node_get_annotation(n.get())) {
+          c.note = isl_id_get_name(note);
+          isl_id_free(note);
+        }
+      }
+      found.push_back(c);
     }
-    if (isl_ast_node_get_type(n.get()) != isl_ast_node_block) return nodes.push_back(n);
-    isl_ast_node_list *list = isl_ast_node_block_get_children(n.get());
-    for (int i = 0; i < isl_ast_node_list_n_ast_node(list); ++i) flatten(isl::manage(isl_ast_node_list_get_at(list, i)));
-    isl_ast_node_list_free(list);
-  };
-  flatten(body);
-  for (const auto &n : nodes)
-    if (isl_ast_node_get_type(n.get()) == isl_ast_node_user) {
-      isl_ast_expr *call = isl_ast_node_user_get_expr(n.get());
-      isl_ast_expr *fn = isl_ast_expr_get_op_arg(call, 0);
-      callsUpdate = callsUpdate || islExprToC(fn) == plan.update;
-      isl_ast_expr_free(fn);
-      isl_ast_expr_free(call);
-    }
+  }
+  for (const auto &c : found) callsUpdate = callsUpdate || c.stmt == plan.update;
   int trip = VectorReads::constantTrip(loop);
   if (trip <= 0 || trip % 8) return no("not a loop of a constant trip that 8 divides");
   // The calls: the update at each point of the thread's tile, once.
   std::map<std::pair<long long, long long>, Call> calls;
-  for (const auto &n : nodes) {
-    if (isl_ast_node_get_type(n.get()) != isl_ast_node_user) return no("its body is not only calls");
-    isl_ast_expr *call = isl_ast_node_user_get_expr(n.get());
-    isl_ast_expr *fn = isl_ast_expr_get_op_arg(call, 0);
-    std::string stmt = islExprToC(fn);
-    isl_ast_expr_free(fn);
-    Call c;
-    for (int i = 1; i < isl_ast_expr_get_op_n_arg(call); ++i) {
-      isl_ast_expr *a = isl_ast_expr_get_op_arg(call, i);
-      c.args.push_back(islExprToC(a));
-      isl_ast_expr_free(a);
-    }
-    isl_ast_expr_free(call);
-    if (stmt != plan.update) return no("it calls " + stmt);
-    isl_id *note = isl_ast_node_get_annotation(n.get());
-    if (!note) return no("a call has no register index");
-    std::vector<long long> at = registerIndex(isl_id_get_name(note));
-    isl_id_free(note);
+  for (const auto &f : found) {
+    if (f.stmt.empty()) return no("its body is not only calls");
+    if (f.stmt != plan.update) return no("it calls " + f.stmt);
+    if (f.note.empty()) return no("a call has no register index");
+    std::vector<long long> at = registerIndex(f.note);
     if (at.empty() || at[0] >= plan.points[0] || at[1] >= plan.points[1]) return no("a call's register index is not constant");
+    Call c;
+    c.args = f.args;
     c.at[0] = at[0], c.at[1] = at[1];
     if (!calls.emplace(std::make_pair(at[0], at[1]), c).second) return no("two calls at one point");
   }

@@ -61,8 +61,10 @@ struct MmaOutcome {
 /// The tensor-core code replacing `loop` where it is the plan's: a loop of constant trip, a
 /// multiple of 8, whose body calls the update once at each point of the thread's tile (annotated
 /// with its register index). Otherwise nullopt; `outcome` (where given) records either, for the
-/// loops whose body calls the update.
-std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, MmaOutcome *outcome = nullptr);
+/// loops whose body calls the update. `printer`, where it unrolls the thread's points itself
+/// (AstPrinter::unrolled), gives the body's calls.
+std::optional<std::string> mmaLoop(const MmaPlan &plan, const isl::ast_node &loop, int indent, MmaOutcome *outcome = nullptr,
+                                   const AstPrinter *printer = nullptr);
 
 std::string mmaUndefs(const MmaPlan &plan);
 
