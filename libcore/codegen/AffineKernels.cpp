@@ -677,6 +677,20 @@ std::string kernelBody(const Scop &s, const AffineMapping &mapping, const Affine
     }
     return text;
   };
+  // The ids' ranges in this kernel (from its mapping's context), which decide some of the
+  // unrolled iterations' guards.
+  {
+    isl::set context = affineMappingContext(kc, ids);
+    for (int p = 0; p < (int)isl_set_dim(context.get(), isl_dim_param); ++p) {
+      std::string name = isl_set_get_dim_name(context.get(), isl_dim_param, p);
+      if (name.rfind("b_", 0) != 0 && name.rfind("t_", 0) != 0) continue;
+      isl::aff value = isl::manage(isl_aff_param_on_domain_space_id(isl_space_params(context.space().release()),
+                                                                    isl_id_alloc(islCtx().get(), name.c_str(), nullptr)));
+      isl::val lo = context.params().min_val(value), hi = context.params().max_val(value);
+      constexpr long long far = 1LL << 60;
+      printer.ranges[name] = {lo.is_int() ? lo.get_num_si() : -far, hi.is_int() ? hi.get_num_si() : far};
+    }
+  }
   // The loops of a thread's points: unrolled by the printer in whole tiles (pu Whole), or
   // everywhere (All); isl unrolled them in the tree already (Isl).
   auto unrollPoints = [&](bool whole) { printer.unrolled = pu == PointsUnroll::All || (whole && pu == PointsUnroll::Whole) ? pointLoops : std::set<std::string>(); };

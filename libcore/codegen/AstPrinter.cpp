@@ -248,18 +248,98 @@ std::optional<Unrolling> unrolling(isl_ast_node *node, const std::string &it, co
   return out;
 }
 
+/// An interval of values (inclusive; the ends at +-kFar where unbounded).
+struct Interval {
+  static constexpr long long kFar = 1LL << 60;
+  long long lo = -kFar, hi = kFar;
+};
+
+/// The values an isl AST expression can take with `values` put in and the ids in `ranges`
+/// (a block id is never negative, a thread id below its block's extent); others unbounded.
+Interval interval(isl_ast_expr *e, const IteratorValues &values, const IdRanges &ranges) {
+  constexpr long long F = Interval::kFar;
+  if (std::optional<long long> v = exprValue(e, values)) return {*v, *v};
+  if (isl_ast_expr_get_type(e) == isl_ast_expr_id) {
+    auto r = ranges.find(idName(isl_ast_expr_get_id(e)));
+    return r == ranges.end() ? Interval() : Interval{r->second.first, r->second.second};
+  }
+  if (isl_ast_expr_get_type(e) != isl_ast_expr_op) return {};
+  auto arg = [&](int i) {
+    isl_ast_expr *a = isl_ast_expr_get_op_arg(e, i);
+    Interval r = interval(a, values, ranges);
+    isl_ast_expr_free(a);
+    return r;
+  };
+  auto clamp = [&](long long x) { return std::max(-F, std::min(F, x)); };
+  auto far = [&](long long x) { return x <= -F || x >= F; };
+  int n = isl_ast_expr_get_op_n_arg(e);
+  switch (isl_ast_expr_get_op_type(e)) {
+  case isl_ast_expr_op_add: {
+    Interval a = arg(0), b = arg(1);
+    return {far(a.lo) || far(b.lo) ? -F : clamp(a.lo + b.lo), far(a.hi) || far(b.hi) ? F : clamp(a.hi + b.hi)};
+  }
+  case isl_ast_expr_op_sub: {
+    Interval a = arg(0), b = arg(1);
+    return {far(a.lo) || far(b.hi) ? -F : clamp(a.lo - b.hi), far(a.hi) || far(b.lo) ? F : clamp(a.hi - b.lo)};
+  }
+  case isl_ast_expr_op_minus: {
+    Interval a = arg(0);
+    return {far(a.hi) ? -F : -a.hi, far(a.lo) ? F : -a.lo};
+  }
+  case isl_ast_expr_op_mul: {
+    // (By a constant: isl's products have one.)
+    Interval a = arg(0), b = arg(1);
+    if (b.lo == b.hi) std::swap(a, b);
+    if (a.lo != a.hi || std::llabs(a.lo) > (1LL << 20)) return {};
+    long long c = a.lo;
+    auto times = [&](long long x) { return far(x) ? (((x > 0) == (c > 0)) ? F : -F) : clamp(x * c); };
+    if (c == 0) return {0, 0};
+    return c > 0 ? Interval{times(b.lo), times(b.hi)} : Interval{times(b.hi), times(b.lo)};
+  }
+  case isl_ast_expr_op_div:
+  case isl_ast_expr_op_pdiv_q:
+  case isl_ast_expr_op_fdiv_q: {
+    // (By a positive constant; isl's pdiv_q and div divide what it knows is not negative.)
+    Interval a = arg(0), b = arg(1);
+    if (b.lo != b.hi || b.lo <= 0) return {};
+    long long d = b.lo;
+    auto down = [&](long long x) { return far(x) ? x : x / d - ((x % d != 0) && (x < 0)); };
+    return {down(a.lo), down(a.hi)};
+  }
+  case isl_ast_expr_op_pdiv_r:
+  case isl_ast_expr_op_zdiv_r: {
+    Interval b = arg(1);
+    if (b.lo != b.hi || b.lo <= 0) return {};
+    return {isl_ast_expr_get_op_type(e) == isl_ast_expr_op_pdiv_r ? 0 : -(b.lo - 1), b.lo - 1};
+  }
+  case isl_ast_expr_op_min:
+  case isl_ast_expr_op_max: {
+    bool isMin = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_min;
+    Interval r = arg(0);
+    for (int i = 1; i < n; ++i) {
+      Interval x = arg(i);
+      r = isMin ? Interval{std::min(r.lo, x.lo), std::min(r.hi, x.hi)} : Interval{std::max(r.lo, x.lo), std::max(r.hi, x.hi)};
+    }
+    return r;
+  }
+  default: return {};
+  }
+}
+
 /// The guard of an unrolled iteration at `v` under a loop condition `it <= bound` (or <) that is
 /// not known there: where the bound is a min, each of its terms not known to hold.
-std::string boundGuard(isl_ast_expr *cond, long long v, const IteratorValues &at) {
+std::string boundGuard(isl_ast_expr *cond, long long v, const IteratorValues &at, const IdRanges &ranges) {
   const bool lt = isl_ast_expr_get_op_type(cond) == isl_ast_expr_op_lt;
   const char *op = lt ? " < " : " <= ";
   isl::ast_expr bound = isl::manage(isl_ast_expr_get_op_arg(cond, 1));
-  if (isl_ast_expr_get_type(bound.get()) != isl_ast_expr_op || isl_ast_expr_get_op_type(bound.get()) != isl_ast_expr_op_min)
-    return exprWithValues(cond, at);
+  if (isl_ast_expr_get_type(bound.get()) != isl_ast_expr_op || isl_ast_expr_get_op_type(bound.get()) != isl_ast_expr_op_min) {
+    Interval t = interval(bound.get(), at, ranges);
+    return (lt ? v < t.lo : v <= t.lo) ? "1" : exprWithValues(cond, at);
+  }
   std::string guard;
   for (int i = 0; i < isl_ast_expr_get_op_n_arg(bound.get()); ++i) {
     isl::ast_expr term = isl::manage(isl_ast_expr_get_op_arg(bound.get(), i));
-    if (std::optional<long long> t = exprValue(term.get(), at); t && (lt ? v < *t : v <= *t)) continue;
+    if (Interval t = interval(term.get(), at, ranges); lt ? v < t.lo : v <= t.lo) continue;
     guard += (guard.empty() ? "(" : " && (") + std::to_string(v) + op + exprWithValues(term.get(), at) + ")";
   }
   return guard.empty() ? "1" : guard;
@@ -267,13 +347,13 @@ std::string boundGuard(isl_ast_expr *cond, long long v, const IteratorValues &at
 
 /// The guard of an unrolled iteration at `v` under a lower bound that is not constant: where it
 /// is a max, each of its terms not known to hold ("" where all are).
-std::string lowerGuard(isl_ast_expr *lower, long long v, const IteratorValues &at) {
+std::string lowerGuard(isl_ast_expr *lower, long long v, const IteratorValues &at, const IdRanges &ranges) {
   bool isMax = isl_ast_expr_get_type(lower) == isl_ast_expr_op && isl_ast_expr_get_op_type(lower) == isl_ast_expr_op_max;
   int n = isMax ? isl_ast_expr_get_op_n_arg(lower) : 1;
   std::string guard;
   for (int i = 0; i < n; ++i) {
     isl::ast_expr term = isMax ? isl::manage(isl_ast_expr_get_op_arg(lower, i)) : isl::manage(isl_ast_expr_copy(lower));
-    if (std::optional<long long> t = exprValue(term.get(), at); t && v >= *t) continue;
+    if (Interval t = interval(term.get(), at, ranges); v >= t.hi) continue;
     guard += (guard.empty() ? "(" : " && (") + std::to_string(v) + " >= " + exprWithValues(term.get(), at) + ")";
   }
   return guard;
@@ -297,22 +377,31 @@ std::string AstPrinter::unrollLoop(const isl::ast_node &nodeObj, int indent, con
   isl::ast_expr lower = u->lower ? isl::manage(u->lower) : isl::ast_expr();
   isl::ast_expr cond = isl::manage(isl_ast_node_for_get_cond(node));
   isl::ast_node body = isl::manage(isl_ast_node_for_get_body(node));
+  // Where only the upper bound needs a guard, an iteration's guard implies every earlier one's:
+  // each later iteration is nested in the one before (isl's unrolling does the same; flat guards
+  // made ptxas's code for Gaussian2D's whole tiles 10% slower, 205 -> 225 us on the H200).
   std::string out;
+  int open = 0;
   for (long long v = u->first; v <= u->last; v += u->step) {
     IteratorValues at = values;
     at[it] = v;
     // The iteration runs where the loop's own bounds hold at it (a guard where they are not known).
     std::optional<long long> upper = exprValue(cond.get(), at);
     if (upper && !*upper) break; // (and every later one: the upper bound only grows less true)
-    std::string guard = upper ? "" : boundGuard(cond.get(), v, at);
-    if (!lower.is_null())
-      if (std::string low = lowerGuard(lower.get(), v, at); !low.empty()) guard = guard.empty() ? low : guard + " && " + low;
-    if (guard.empty()) {
-      out += print(body, indent, at, under);
+    std::string guard = upper ? "" : boundGuard(cond.get(), v, at, ranges), low;
+    if (guard == "1") guard.clear();
+    if (!lower.is_null()) low = lowerGuard(lower.get(), v, at, ranges);
+    if (!low.empty()) {
+      guard = guard.empty() ? low : guard + " && " + low;
+      out += pad(indent + open) + "if (" + guard + ") {\n" + print(body, indent + open + 1, at, under) + pad(indent + open) + "}\n";
+    } else if (!guard.empty()) {
+      out += pad(indent + open) + "if (" + guard + ") {\n" + print(body, indent + open + 1, at, under);
+      ++open;
     } else {
-      out += pad(indent) + "if (" + guard + ") {\n" + print(body, indent + 1, at, under) + pad(indent) + "}\n";
+      out += print(body, indent + open, at, under);
     }
   }
+  while (open > 0) out += pad(indent + --open) + "}\n";
   return out;
 }
 

@@ -54,6 +54,10 @@ std::optional<long long> exprValue(isl_ast_expr *e, const IteratorValues &values
 /// islExprToC's text where `values` is empty.
 std::string exprWithValues(isl_ast_expr *e, const IteratorValues &values);
 
+/// The values an id of the generated code can take (inclusive): a block id from 0, a thread id
+/// below its block's extent. The printer drops the guards of unrolled iterations they decide.
+using IdRanges = std::map<std::string, std::pair<long long, long long>>;
+
 /// Prints an isl AST. `user` prints a statement call; `mark` may print around a mark's child
 /// (default: the child alone).
 struct AstPrinter {
@@ -80,6 +84,7 @@ struct AstPrinter {
   /// Resolves an annotation starting with `notePrefix` (the register index of a call in the
   /// affine path: expressions of the unrolled iterators) for the iterators' current values.
   std::string notePrefix;
+  IdRanges ranges;
   std::function<std::string(const std::string &note, const IteratorValues &values)> note;
   std::string print(const isl::ast_node &node, int indent) const;
   /// A call with its arguments and annotation as print would show them.
