@@ -131,67 +131,34 @@ std::string exprWithValues(isl_ast_expr *e, const IteratorValues &values) {
     isl_ast_expr_free(a);
     return v;
   };
-  auto bin = [&](const char *op) {
-    std::string t = "(";
-    t.append(text(0)).append(" ").append(op).append(" ").append(text(1)).append(")");
-    return t;
-  };
-  int n = isl_ast_expr_get_op_n_arg(e);
+  // (A known side of and / or does not decide it here, as exprValue found: the other side does;
+  // + 0, - 0 and * 1 drop. The rest in islExprToC's format.)
   switch (isl_ast_expr_get_op_type(e)) {
   case isl_ast_expr_op_and:
   case isl_ast_expr_op_and_then:
   case isl_ast_expr_op_or:
-  case isl_ast_expr_op_or_else: {
-    // (A side that is known does not decide it here: the other one does.)
-    bool isAnd = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_and || isl_ast_expr_get_op_type(e) == isl_ast_expr_op_and_then;
+  case isl_ast_expr_op_or_else:
     if (value(0)) return text(1);
     if (value(1)) return text(0);
-    return bin(isAnd ? "&&" : "||");
-  }
-  case isl_ast_expr_op_max:
-  case isl_ast_expr_op_min: {
-    const char *f = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_max ? "polyk_max" : "polyk_min";
-    std::string s = text(0);
-    for (int i = 1; i < n; ++i) s = std::string(f) + "(" + s + ", " + text(i) + ")";
-    return s;
-  }
-  case isl_ast_expr_op_minus: return "(-" + text(0) + ")";
+    break;
   case isl_ast_expr_op_add: {
     std::optional<long long> l = value(0), r = value(1);
     if (l && *l == 0) return text(1);
     if (r && *r == 0) return text(0);
-    return bin("+");
+    break;
   }
-  case isl_ast_expr_op_sub: {
-    std::optional<long long> r = value(1);
-    if (r && *r == 0) return text(0);
-    return bin("-");
-  }
+  case isl_ast_expr_op_sub:
+    if (std::optional<long long> r = value(1); r && *r == 0) return text(0);
+    break;
   case isl_ast_expr_op_mul: {
     std::optional<long long> l = value(0), r = value(1);
     if (l && *l == 1) return text(1);
     if (r && *r == 1) return text(0);
-    return bin("*");
+    break;
   }
-  case isl_ast_expr_op_div:
-  case isl_ast_expr_op_pdiv_q: return bin("/");
-  case isl_ast_expr_op_fdiv_q: return "polyk_floord(" + text(0) + ", " + text(1) + ")";
-  case isl_ast_expr_op_pdiv_r:
-  case isl_ast_expr_op_zdiv_r: return bin("%");
-  case isl_ast_expr_op_cond:
-  case isl_ast_expr_op_select: return "(" + text(0) + " ? " + text(1) + " : " + text(2) + ")";
-  case isl_ast_expr_op_eq: return bin("==");
-  case isl_ast_expr_op_le: return bin("<=");
-  case isl_ast_expr_op_lt: return bin("<");
-  case isl_ast_expr_op_ge: return bin(">=");
-  case isl_ast_expr_op_gt: return bin(">");
-  case isl_ast_expr_op_call: {
-    std::string s = text(0) + "(";
-    for (int i = 1; i < n; ++i) s += (i > 1 ? ", " : "") + text(i);
-    return s + ")";
+  default: break;
   }
-  default: throw std::runtime_error("unexpected isl AST operation");
-  }
+  return islOpToC(e, text);
 }
 
 std::string AstPrinter::print(const isl::ast_node &nodeObj, int indent) const { return print(nodeObj, indent, {}, false); }

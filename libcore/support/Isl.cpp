@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <functional>
 #include <vector>
 #include <yaml-cpp/yaml.h>
 
@@ -251,7 +252,7 @@ std::string idName(isl_id *id) {
   return s;
 }
 
-std::string opText(isl_ast_expr *e);
+std::string arg(isl_ast_expr *e, int i);
 
 std::string exprTextImpl(isl_ast_expr *e) {
   switch (isl_ast_expr_get_type(e)) {
@@ -262,7 +263,7 @@ std::string exprTextImpl(isl_ast_expr *e) {
     isl_val_free(v);
     return s;
   }
-  case isl_ast_expr_op: return opText(e);
+  case isl_ast_expr_op: return islOpToC(e, [e](int i) { return arg(e, i); });
   default: {
     // (isl_ast_expr_error: isl gave up building it, e.g. past its operation limit.)
     const char *why = isl_ctx_last_error_msg(islCtx().get());
@@ -278,8 +279,16 @@ std::string arg(isl_ast_expr *e, int i) {
   return s;
 }
 
-std::string opText(isl_ast_expr *e) {
-  auto bin = [&](const char *op) { return "(" + arg(e, 0) + " " + op + " " + arg(e, 1) + ")"; };
+} // namespace
+
+std::string islExprToC(isl_ast_expr *e) { return exprTextImpl(e); }
+
+std::string islOpToC(isl_ast_expr *e, const std::function<std::string(int)> &arg) {
+  auto bin = [&](const char *op) {
+    std::string t = "(";
+    t.append(arg(0)).append(" ").append(op).append(" ").append(arg(1)).append(")");
+    return t;
+  };
   int n = isl_ast_expr_get_op_n_arg(e);
   switch (isl_ast_expr_get_op_type(e)) {
   case isl_ast_expr_op_and:
@@ -289,38 +298,35 @@ std::string opText(isl_ast_expr *e) {
   case isl_ast_expr_op_max:
   case isl_ast_expr_op_min: {
     const char *f = isl_ast_expr_get_op_type(e) == isl_ast_expr_op_max ? "polyk_max" : "polyk_min";
-    std::string s = arg(e, 0);
-    for (int i = 1; i < n; ++i) s = std::string(f) + "(" + s + ", " + arg(e, i) + ")";
+    std::string s = arg(0);
+    for (int i = 1; i < n; ++i) s = std::string(f) + "(" + s + ", " + arg(i) + ")";
     return s;
   }
-  case isl_ast_expr_op_minus: return "(-" + arg(e, 0) + ")";
+  case isl_ast_expr_op_minus: return "(-" + arg(0) + ")";
   case isl_ast_expr_op_add: return bin("+");
   case isl_ast_expr_op_sub: return bin("-");
   case isl_ast_expr_op_mul: return bin("*");
   case isl_ast_expr_op_div:
   case isl_ast_expr_op_pdiv_q: return bin("/");
-  case isl_ast_expr_op_fdiv_q: return "polyk_floord(" + arg(e, 0) + ", " + arg(e, 1) + ")";
+  case isl_ast_expr_op_fdiv_q: return "polyk_floord(" + arg(0) + ", " + arg(1) + ")";
   case isl_ast_expr_op_pdiv_r:
   case isl_ast_expr_op_zdiv_r: return bin("%");
   case isl_ast_expr_op_cond:
-  case isl_ast_expr_op_select: return "(" + arg(e, 0) + " ? " + arg(e, 1) + " : " + arg(e, 2) + ")";
+  case isl_ast_expr_op_select: return "(" + arg(0) + " ? " + arg(1) + " : " + arg(2) + ")";
   case isl_ast_expr_op_eq: return bin("==");
   case isl_ast_expr_op_le: return bin("<=");
   case isl_ast_expr_op_lt: return bin("<");
   case isl_ast_expr_op_ge: return bin(">=");
   case isl_ast_expr_op_gt: return bin(">");
   case isl_ast_expr_op_call: {
-    std::string s = arg(e, 0) + "(";
-    for (int i = 1; i < n; ++i) s += (i > 1 ? ", " : "") + arg(e, i);
+    std::string s = arg(0) + "(";
+    for (int i = 1; i < n; ++i) s += (i > 1 ? ", " : "") + arg(i);
     return s + ")";
   }
   default: throw std::runtime_error("unexpected isl AST operation");
   }
 }
 
-} // namespace
-
-std::string islExprToC(isl_ast_expr *e) { return exprTextImpl(e); }
 
 std::string cExpression(const isl::pw_aff &pa) {
   isl_set *context = isl_set_universe(isl_space_params(isl_pw_aff_get_space(pa.get())));

@@ -7,6 +7,7 @@
 
 #include <isl/cpp.h>
 #include <sstream>
+#include <functional>
 #include <string>
 
 namespace polyk {
@@ -98,6 +99,8 @@ std::string cExpression(const isl::pw_aff &pa);
 /// C text of an isl AST expression: polyk_floord / polyk_min / polyk_max for isl's operations
 /// C lacks (generated files define them).
 std::string islExprToC(isl_ast_expr *e);
+/// The C text of isl AST operation `e` with its arguments' texts from `arg` (islExprToC's format).
+std::string islOpToC(isl_ast_expr *e, const std::function<std::string(int)> &arg);
 
 
 } // namespace polyk
