@@ -14,10 +14,10 @@
 #include "polyk/Bind.h"
 #include "polyk/Promotion.h"
 
-#include <cstring>
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <cstring>
 #include <sstream>
 #include <isl/ast_build.h>
 #include <isl/schedule_node.h>
