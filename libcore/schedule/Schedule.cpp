@@ -125,6 +125,10 @@ bool shortRun(const BandShape &b) {
 /// Vectors a thread at least on a short row (defaultSizes: x-reduces of under 2048 elements).
 constexpr long long kShortRowVectors = 4;
 
+/// Mid rows (defaultSizes): x-reduces of 2048 elements or more, but at most kMidRowVectors
+/// vectors, over at least kMidRowMinRows rows, take a warp a row like the short ones.
+constexpr long long kMidRowVectors = 1024, kMidRowMinRows = 16 * kSMs;
+
 /// Narrow whole-column blocks of a y-reduce (defaultSizes): kNarrowColumns columns a block, one
 /// element each (8 f32 are one 32-byte sector a row), kNarrowRows threads over the reduced dim.
 constexpr long long kNarrowColumns = 8, kNarrowRows = 64;
@@ -523,7 +527,20 @@ KernelSizes defaultSizes(const BandShape &b) {
     // H200, bench/results/2026-11-29-h200-tiny-rows.txt).
     long long fewer = vectors < 2 * kShortRowVectors ? 1 : std::min<long long>(32, pow2Floor(ceilDiv(vectors, kShortRowVectors)));
     bool shortRow = R < 2048 && (bytes < 8 || (vectors <= 32 && (bytes < 16 || fewer >= 4)));
-    long long bx = R >= 2048 ? (P > 4 * kSMs ? 256 : 512) : shortRow ? fewer : std::min<long long>(32, pow2Ceil(vectors));
+    // Rows of 2048 elements or more read by a block each, unless they are mid rows: at most
+    // kMidRowVectors vectors (16 KB), many of them. There a block's threads took 1-4 vectors each
+    // and a block reduction; a warp a row takes 8-32 and a warp's shuffles. H200, one call
+    // (bench/results/2026-11-29-h200-mid-rows.txt): min bf16 [3680, 2131] over dim 1 14.7 -> 10.6
+    // us, bool [2651, 5283] 12.6 -> 11.2, sum bf16 [11087, 5757] 46.4 -> 41.0 (torch.compile 40.4),
+    // [5888, 3985] 20.5 -> 20.7; rows of 2354-13157 vectors were slower with a warp (or bool
+    // [10066, 37654] 123.5 -> 132.4). A fresh draw of 25 around the rule: 12 changed, 1.17x
+    // (0.93-1.40). Not for extents of params, sized at their defaults: GEMV (M, K of 4096) lost,
+    // 27.0 -> 28.0 us at 4096^2, 15.7 -> 35.2 at 1001 x 4099.
+    bool fixed = std::none_of(b.symbolic.begin(), b.symbolic.end(), [](bool v) { return v; });
+    bool midRow = fixed && R >= 2048 && vectors <= kMidRowVectors && P >= kMidRowMinRows;
+    long long bx = R >= 2048 && !midRow ? (P > 4 * kSMs ? 256 : 512)
+                   : shortRow           ? fewer
+                                        : std::min<long long>(32, pow2Ceil(vectors));
     long long by = bx >= 512 ? 1 : std::max<long long>(1, 256 / bx);
     by = std::min(by, pow2Ceil(P));
     if (R < 2048 && P < kSMs) {
@@ -532,7 +549,7 @@ KernelSizes defaultSizes(const BandShape &b) {
       bx = std::min<long long>(512, pow2Ceil(ceilDiv(R, V)));
       by = std::min(pow2Ceil(P), std::max<long long>(1, 256 / bx));
     }
-    long long rowBlocks = R < 2048 ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * kSMs, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
+    long long rowBlocks = R < 2048 || midRow ? 1 : std::max<long long>(1, std::min(ceilDiv(2 * kSMs, ceilDiv(P, by)), ceilDiv(R, bx * 4)));
     s.block[red] = bx;
     s.block[par] = by;
     s.tile[red] = roundUp(ceilDiv(R, rowBlocks), bx * V);
