@@ -297,17 +297,25 @@ std::string divisibleTest(const std::map<std::string, int> &params) {
 /// (bench/results/2026-11-29-h200-short-loops.txt).
 constexpr long long kUnrollShortTrip = 16;
 
-isl::schedule unrollShortLoops(const isl::schedule &sched) {
+/// With `vectors`, the innermost loop (a vector's lanes, which VectorReads reads as one load)
+/// stays a loop.
+isl::schedule unrollShortLoops(const isl::schedule &sched, bool vectors) {
   long long budget = kUnrollShortTrip; // (the product of the unrolled loops' trips)
   isl::schedule_node root = sched.get_root();
   isl::schedule_node out = root.map_descendant_bottom_up([&](isl::schedule_node node) -> isl::schedule_node {
     if (!node.isa<isl::schedule_node_band>()) return node;
     isl::schedule_node_band band = node.as<isl::schedule_node_band>();
+    bool innermost = true;
+    node.foreach_descendant_top_down([&](const isl::schedule_node &d) {
+      if (!d.is_equal(node) && d.isa<isl::schedule_node_band>()) innermost = false;
+      return innermost;
+    });
     // (isl's prefix map is defined on the filters' constraints only: the instances that reach the
     // band bound it.)
     isl::union_map prefix = node.get_prefix_schedule_union_map().intersect_domain(nodeDomain(node));
     isl::multi_union_pw_aff partial = band.get_partial_schedule();
     for (int i = 0; i < (int)band.n_member(); ++i) {
+      if (vectors && innermost && i + 1 == (int)band.n_member()) continue;
       // prefix values -> this member's values, over the band's instances: the member's span for
       // fixed outer loops and ids, at its widest.
       isl::union_map member = isl::union_map::from(isl::multi_union_pw_aff(partial.at(i)));
@@ -415,8 +423,14 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   bool direct = true;
   for (const auto &name : kc.statements)
     if (const ScopStatement *st = s.statement(name); st->kind == StmtKind::Reduce) direct &= returnMode(s, kc, *st, opt) == Return::Direct;
-  if (d == Dialect::Cuda && direct && !vectors && !fused && printer.loopPrefix.empty() && !singleThread(kc))
-    restricted = unrollShortLoops(restricted);
+  // Vector loops too, outside their lanes, but not a y-reduce's: its lanes are outputs, and
+  // unrolled rows gave wrong sums (17 of 61 bench cases, sum f32 [768, 21128] over dim 0 among
+  // them). x-reduces and all-reduces with vectors: H200, 44 changed cases old / new 1.027x, none
+  // below 0.99; max f32 [6, 274473, 188] over dim 2 351.8 -> 290.5 us (0.82x -> 1.00x
+  // torch.compile), prod bf16 [14806] 6.6 -> 5.0 (bench/results/2026-11-29-h200-vector-short-loops.txt).
+  if (d == Dialect::Cuda && direct && !(vectors && kc.reduceAxis == "y") && !fused && printer.loopPrefix.empty() &&
+      !singleThread(kc))
+    restricted = unrollShortLoops(restricted, vectors);
   std::string body = printer.print(build.node_from(restricted), 1);
   vr.checkLanes(s.at.sizes);
 
