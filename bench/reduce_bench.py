@@ -124,12 +124,16 @@ def make_input(dtype, shape, gen, op=None):
 
 
 def rel_error(outs, ref):
+    """The largest error relative to the reference's largest magnitude, which counts as at least
+    the output dtype's smallest normal number: results in the subnormal range hold no relative
+    precision (prod f16 over 80M factors near 1: 1.2e-7 against torch's 0, seed 53764's r30)."""
     err = 0.0
     for o, r in zip(outs, ref):
+        tiny = torch.finfo(o.dtype).tiny if o.dtype.is_floating_point else 1e-30
         o, r = o.double(), r.double()
         if not torch.isfinite(o).all():
             return float("inf")
-        err = max(err, ((o - r).abs().max() / r.abs().max().clamp_min(1e-30)).item())
+        err = max(err, ((o - r).abs().max() / r.abs().max().clamp_min(tiny)).item())
     return err
 
 
