@@ -10,7 +10,14 @@
 
 namespace polyk {
 
-Scop flatten(const Program &program);
+/// What polyk-flatten may change beyond Panamera's forms.
+struct FlattenOptions {
+  /// Reductions over "rpr" / "prpr" dims with a short innermost reduced run split in two instead of
+  /// transposing their input (splitShortInnerRuns, Coalesce.cpp). Off by default until measured.
+  bool splitRuns = false;
+};
+
+Scop flatten(const Program &program, const FlattenOptions &opt = {});
 
 /// True when the program takes the affine path: affine subscripts, `where` clauses, padded
 /// tensors, or a reduction whose reads reuse each other across outputs (GEMM, contractions).
