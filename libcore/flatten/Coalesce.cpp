@@ -46,6 +46,23 @@ ExprPtr deepCopy(const ExprPtr &e) {
   return c;
 }
 
+/// An access of `tensor` at the plain indices `names`, for a statement flatten writes itself.
+Access plainAccess(const std::string &tensor, const std::vector<std::string> &names) {
+  Access a;
+  a.tensor = tensor;
+  a.setPlain(names);
+  a.indexOffsets.assign(names.size(), 0);
+  return a;
+}
+
+/// The expression reading plainAccess(tensor, names).
+ExprPtr plainRead(const std::string &tensor, const std::vector<std::string> &names) {
+  auto e = std::make_shared<Expr>();
+  e->kind = Expr::Kind::Access;
+  e->access = plainAccess(tensor, names);
+  return e;
+}
+
 /// How one statement's iterators are grouped into coalesced dims (outer group first).
 struct Plan {
   Form form = Form::Elementwise;
@@ -467,6 +484,8 @@ struct Builder {
 /// associative and commutative, so either order is the reduction's.
 constexpr long long kSplitRunMax = 8;
 
+namespace {
+
 void splitShortInnerRuns(Program &p) {
   std::vector<ProgramStatement> out;
   int made = 0;
@@ -497,17 +516,9 @@ void splitShortInnerRuns(Program &p) {
     for (size_t k = 0; k < n; ++k)
       if (!ps.reduced[k] || k >= first) kept.push_back(ps.iterators[k]), t.shape.push_back(ps.extents[k]);
     p.tensors.push_back(t);
-    ProgramStatement outer = ps;
-    outer.stmt.lhs.tensor = t.name;
-    outer.stmt.lhs.setPlain(kept);
-    outer.stmt.lhs.indexOffsets.assign(kept.size(), 0);
-    ProgramStatement inner = ps;
-    auto read = std::make_shared<Expr>();
-    read->kind = Expr::Kind::Access;
-    read->access.tensor = t.name;
-    read->access.setPlain(kept);
-    read->access.indexOffsets.assign(kept.size(), 0);
-    inner.stmt.rhs = read;
+    ProgramStatement outer = ps, inner = ps;
+    outer.stmt.lhs = plainAccess(t.name, kept);
+    inner.stmt.rhs = plainRead(t.name, kept);
     for (ProgramStatement *q : {&outer, &inner}) {
       q->text = printStatement(q->stmt);
       q->iterators.clear(), q->extents.clear(), q->reduced.clear();
@@ -517,6 +528,8 @@ void splitShortInnerRuns(Program &p) {
   }
   p.statements = out;
 }
+
+} // namespace
 
 /// Panamera §3.1: interchanging interleaved dims must not cost memory coalescing. For each
 /// reduction whose parallel and reduced dims interleave (but for "prp" ones, batchedColumns and
@@ -612,16 +625,9 @@ private:
       in[perm[d]] = out.back();
     }
     ProgramStatement ps;
-    ps.stmt.lhs.tensor = name;
-    ps.stmt.lhs.setPlain(out);
-    ps.stmt.lhs.indexOffsets.assign(out.size(), 0);
+    ps.stmt.lhs = plainAccess(name, out);
     ps.stmt.assignOp = "=";
-    auto rhs = std::make_shared<Expr>();
-    rhs->kind = Expr::Kind::Access;
-    rhs->access.tensor = t.name;
-    rhs->access.setPlain(in);
-    rhs->access.indexOffsets.assign(in.size(), 0);
-    ps.stmt.rhs = rhs;
+    ps.stmt.rhs = plainRead(t.name, in);
     ps.text = printStatement(ps.stmt);
     ps.loc = t.loc;
     analyseStatement(ps, p_);
