@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of polyk against CUB, torch eager and torch.compile (bench/reduce_bench.py) on the GPU:
 # suite 1 (single reductions) and suite 2 (Panamera's sub-graphs, softmax, layer norm).
-#   here:  bench/bench.sh prepare [VARIANT=EMIT_OPTS ...]
+#   here:  bench/bench.sh prepare [VARIANT=EMIT_OPTS | VARIANT=flatten:FLATTEN_OPTS ...]
 #            -> build/bench/default/*.cu (the toolchain's defaults) and build/bench/VARIANT/*.cu;
 #               build/bench/programs/*.yaml (the cases); POLYK_TUNED=DIR adds build/bench/tuned/*.cu
 #               from polyk-tune's DIR/<case>.best.yaml; POLYK_BENCH_RANDOM / _SUITES: bench/cases.py
@@ -17,12 +17,13 @@ if [ "${1:-run}" = prepare ]; then
   for p in "$dir"/src/*.yaml; do
     POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/default/$(basename "$p" .yaml).cu" || exit 1
   done
-  for spec in "$@"; do  # VARIANT=EMIT_OPTS, e.g. shfl=--block-reduce=shfl
-    v=${spec%%=*} opts=${spec#*=}
+  for spec in "$@"; do  # VARIANT=EMIT_OPTS, e.g. shfl=--block-reduce=shfl; VARIANT=flatten:OPTS for polyk-flatten's
+    v=${spec%%=*} opts=${spec#*=} fopts=
+    case "$opts" in flatten:*) fopts=${opts#flatten:} opts= ;; esac
     mkdir -p "$dir/$v"
     for p in "$dir"/src/*.yaml; do
       # shellcheck disable=SC2086
-      POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$v/$(basename "$p" .yaml).cu" $opts || exit 1
+      FLATTEN_OPTS=$fopts POLYK_BIN=${POLYK_BIN:-build/bin} pipelines/compile.sh "$p" "$dir/$v/$(basename "$p" .yaml).cu" $opts || exit 1
     done
   done
   # POLYK_TUNED=DIR: a variant `tuned` from the best.yaml files polyk-tune wrote there (DIR/<case>.best.yaml).
