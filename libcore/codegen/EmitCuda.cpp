@@ -423,9 +423,10 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   bool direct = true;
   for (const auto &name : kc.statements)
     if (const ScopStatement *st = s.statement(name); st->kind == StmtKind::Reduce) direct &= returnMode(s, kc, *st, opt) == Return::Direct;
-  // Vector loops too, outside their lanes, but not a y-reduce's: its lanes are outputs, and
-  // unrolled rows gave wrong sums (17 of 61 bench cases, sum f32 [768, 21128] over dim 0 among
-  // them). x-reduces and all-reduces with vectors: H200, 44 changed cases old / new 1.027x, none
+  // Vector loops too, outside their lanes, but not a y-reduce's: there the lanes' loop was
+  // unrolled as well (it is not the innermost band's last member), VectorReads then saw no lanes,
+  // and one scalar accumulator summed a thread's V columns (17 of 61 bench cases wrong, sum f32
+  // [768, 21128] over dim 0 among them; checkLanes did not object). x-reduces and all-reduces with vectors: H200, 44 changed cases old / new 1.027x, none
   // below 0.99; max f32 [6, 274473, 188] over dim 2 351.8 -> 290.5 us (0.82x -> 1.00x
   // torch.compile), prod bf16 [14806] 6.6 -> 5.0 (bench/results/2026-11-29-h200-vector-short-loops.txt).
   if (d == Dialect::Cuda && direct && !(vectors && kc.reduceAxis == "y") && !fused && printer.loopPrefix.empty() &&
