@@ -365,12 +365,13 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
   if (!divisible.empty()) vr.assume(context.params());
   // (A kernel of one thread updates its outputs directly: no accumulators, no vector loops.)
   vectors = vectors && !singleThread(kc);
+  long long vectorOfKernel = 1;
   if (vectors) {
     build = vr.attach(build);
     // A partial last vector (an all-reduce of an odd extent): the whole ones get loops of their own.
     auto sizes = parseSizes(s.sizes);
     auto k = (int)(&kc - s.kernels.data());
-    if (sizes.count(k)) restricted = VectorReads::isolateWholeVectors(restricted, sizes[k].vector);
+    if (sizes.count(k)) restricted = VectorReads::isolateWholeVectors(restricted, sizes[k].vector), vectorOfKernel = sizes[k].vector;
   }
   bool cudaVectors = d == Dialect::Cuda && vectors;
   // Vector loads exist only there (the C emulation reads element by element).
@@ -444,6 +445,11 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     reductions.push_back(st);
     DType acc = accumulatorType(*st->op, s.tensor(outputOf(s, *st))->type);
     int lanes = vr.lanesOf(name);
+    // A y-reduce thread's V columns are V outputs: without its lanes' loop (unrolled away) one
+    // accumulator would sum them all. Refuse rather than print that.
+    if (vectors && kc.reduceAxis == "y" && lanes == 1 && vectorOfKernel > 1)
+      throw std::runtime_error("polyk-emit: internal: the y-reduce " + name + " has vector[" +
+                               std::to_string(vectorOfKernel) + "] columns but no lane loop");
     std::string id = reduceIdentity(*st->op, acc);
     if (lanes == 1) {
       o += "  " + std::string(computeCType(acc)) + " acc_" + name + " = " + id + ";\n";
