@@ -305,11 +305,12 @@ isl::schedule unrollShortLoops(const isl::schedule &sched, bool vectors) {
   isl::schedule_node out = root.map_descendant_bottom_up([&](isl::schedule_node node) -> isl::schedule_node {
     if (!node.isa<isl::schedule_node_band>()) return node;
     isl::schedule_node_band band = node.as<isl::schedule_node_band>();
-    bool innermost = true;
-    node.foreach_descendant_top_down([&](const isl::schedule_node &d) {
-      if (!d.is_equal(node) && d.isa<isl::schedule_node_band>()) innermost = false;
-      return innermost;
-    });
+    bool innermost = vectors; // (only asked with vectors)
+    if (vectors)
+      node.foreach_descendant_top_down([&](const isl::schedule_node &d) {
+        if (!d.is_equal(node) && d.isa<isl::schedule_node_band>()) innermost = false;
+        return innermost;
+      });
     // (isl's prefix map is defined on the filters' constraints only: the instances that reach the
     // band bound it.)
     isl::union_map prefix = node.get_prefix_schedule_union_map().intersect_domain(nodeDomain(node));
@@ -371,7 +372,10 @@ std::string kernelCode(const Scop &s, const isl::schedule &mapped, const KernelC
     // A partial last vector (an all-reduce of an odd extent): the whole ones get loops of their own.
     auto sizes = parseSizes(s.sizes);
     auto k = (int)(&kc - s.kernels.data());
-    if (sizes.count(k)) restricted = VectorReads::isolateWholeVectors(restricted, sizes[k].vector), vectorOfKernel = sizes[k].vector;
+    if (sizes.count(k)) {
+      restricted = VectorReads::isolateWholeVectors(restricted, sizes[k].vector);
+      vectorOfKernel = sizes[k].vector;
+    }
   }
   bool cudaVectors = d == Dialect::Cuda && vectors;
   // Vector loads exist only there (the C emulation reads element by element).
